@@ -1,0 +1,29 @@
+// Errors: one exception type whose message says what, where, expected and got.
+// Library code throws hpctrain::Error; main() catches it once and ends the job (see Note [Errors end the job]).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace hpctrain {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws Error with a fmt-formatted message.
+template <typename... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+}  // namespace hpctrain
+
+// Checks a condition that depends on input; on failure throws hpctrain::Error with the message.
+#define HPCTRAIN_CHECK(cond, ...)       \
+  do {                                  \
+    if (!(cond)) ::hpctrain::fail(__VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,56 @@
+// In-memory example containers, laid out like the HDF5 split they are written to or read from.
+// TextExamples stores token ids concatenated with an offsets array (CSR layout); ImageExamples stores
+// uint8 images back to back in [N, C, H, W] order. Neither knows about HDF5 or LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace hpctrain::data {
+
+struct TextExamples {
+  std::vector<int32_t> input_ids;        // all examples' token ids, concatenated
+  std::vector<int64_t> offsets{0};       // example i = input_ids[offsets[i] : offsets[i+1]]; offsets[0] == 0
+  std::vector<uint8_t> token_type_ids;   // empty, or one segment id per token (sentence pairs)
+  std::vector<int64_t> labels;           // one per example
+  std::vector<int64_t> source_index;     // row of the example in its input file (0-based, data rows only)
+
+  [[nodiscard]] int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }
+  [[nodiscard]] int64_t num_tokens() const { return offsets.back(); }
+  [[nodiscard]] int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
+  [[nodiscard]] bool has_token_type_ids() const { return !token_type_ids.empty(); }
+
+  // Appends one example. `type_ids` is empty for single sentences, else ids.size() segment ids.
+  void append(const std::vector<int32_t>& ids, const std::vector<uint8_t>& type_ids, int64_t label,
+              int64_t source_row);
+  // Appends example `i` of `other`.
+  void append_from(const TextExamples& other, int64_t i);
+  // Appends every example of `other` (bulk copies; token_type_ids must be present in both or neither).
+  void append_all(const TextExamples& other);
+  // Throws Error (naming `what`) when the arrays disagree: offsets not starting at 0, not monotone,
+  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids length.
+  void check_consistent(const char* what) const;
+};
+
+struct ImageExamples {
+  int64_t channels = 1, height = 0, width = 0;
+  std::vector<uint8_t> pixels;           // [N, C, H, W], row-major
+  std::vector<int64_t> labels;
+  std::vector<int64_t> source_index;
+
+  [[nodiscard]] int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  [[nodiscard]] int64_t image_bytes() const { return channels * height * width; }
+  [[nodiscard]] const uint8_t* image(int64_t i) const { return pixels.data() + i * image_bytes(); }
+
+  // Appends one image of image_bytes() bytes.
+  void append(const uint8_t* image_pixels, int64_t label, int64_t source_row);
+  void append_from(const ImageExamples& other, int64_t i);
+  void append_all(const ImageExamples& other);
+  void check_consistent(const char* what) const;
+};
+
+// Rows `rows` of `examples`, in that order (rows may repeat).
+[[nodiscard]] TextExamples gather(const TextExamples& examples, const std::vector<int64_t>& rows);
+[[nodiscard]] ImageExamples gather(const ImageExamples& examples, const std::vector<int64_t>& rows);
+
+}  // namespace hpctrain::data

@@ -1,0 +1,75 @@
+// Raw text-classification records from CSV, TSV or JSONL files (each optionally gzip-compressed), streamed.
+// Extracts the requested columns / top-level JSON keys as strings; tokenizing and label mapping happen elsewhere.
+// Does not: guess delimiters, read nested JSON keys, or convert encodings (bytes are passed through as UTF-8).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hpctrain::data {
+
+enum class TextFormat { csv, tsv, jsonl };
+
+// From the file name: .csv/.tsv/.jsonl/.ndjson (any case), each optionally followed by .gz.
+// Throws Error naming the file and the accepted extensions otherwise.
+[[nodiscard]] TextFormat text_format_from_path(const std::filesystem::path& path);
+[[nodiscard]] std::string_view to_string(TextFormat format);
+
+struct TextRecord {
+  std::int64_t row = 0;   // 0-based index among data records (header and blank lines excluded; malformed ones count)
+  std::int64_t line = 0;  // 1-based physical line where the record starts (for messages)
+  // One per requested field name, in that order; nullopt = missing (JSON: key absent or null).
+  std::vector<std::optional<std::string>> fields;
+  // Non-empty: the record is malformed and this says why ("unterminated quoted field ...", "expected 3 columns,
+  // got 2", "malformed JSON: ..."); `fields` is then unspecified.
+  std::string error;
+};
+
+// "file 'data/train.csv', line 17 (data row 15)": where a record came from, for error messages and warnings.
+[[nodiscard]] std::string record_location(const std::filesystem::path& path, const TextRecord& record);
+
+struct TextReaderOptions {
+  std::size_t block_bytes = std::size_t{1} << 20;  // bytes read from the file at a time
+  // A record longer than this (bytes, decompressed) is reported as malformed instead of buffered without bound;
+  // this is what an unterminated quote in the middle of a large CSV file turns into.
+  std::size_t max_record_bytes = std::size_t{64} << 20;
+};
+
+// Streams records. Note [Text record resync]: a malformed record is returned with .error set and the reader
+// carries on at the next physical line after the error (JSONL: the next line; CSV/TSV: the line after the one
+// where the error was found), so callers can skip it (--skip-invalid) or stop with file:line in the message.
+class TextRecordReader {
+ public:
+  // field_names: the columns (CSV/TSV header names) or top-level JSON keys to extract, in this order.
+  // CSV/TSV: the first non-blank record is the header; a requested column that is not in it (or appears in it
+  // twice) throws Error listing the available columns. A UTF-8 byte-order mark at the start is skipped.
+  TextRecordReader(const std::filesystem::path& path, TextFormat format, std::vector<std::string> field_names,
+                   const TextReaderOptions& options = {});
+  ~TextRecordReader();
+  TextRecordReader(TextRecordReader&&) noexcept;
+  TextRecordReader& operator=(TextRecordReader&&) noexcept;
+
+  // Fills `record` with the next record; false at the end of the file. Throws Error only for I/O and gzip errors.
+  [[nodiscard]] bool next(TextRecord& record);
+
+  // Bytes of the file read so far (compressed bytes for .gz): runs up to a block ahead of the records returned.
+  [[nodiscard]] std::uint64_t bytes_consumed() const;
+  [[nodiscard]] std::uint64_t file_size() const;
+  [[nodiscard]] const std::filesystem::path& path() const;
+  [[nodiscard]] TextFormat format() const;
+  [[nodiscard]] const std::vector<std::string>& field_names() const;
+  // CSV/TSV: the header's column names, in file order; JSONL: empty.
+  [[nodiscard]] const std::vector<std::string>& columns() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hpctrain::data

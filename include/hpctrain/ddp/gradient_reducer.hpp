@@ -1,0 +1,85 @@
+// DDP-style gradient averaging: gradients are copied into fused per-bucket buffers as autograd hooks
+// fire, each complete bucket is averaged over all ranks with one in-place allreduce (on a communication
+// thread, overlapping the rest of backward), and finalize() writes the averages into param.grad.
+// Bucket layout and launch order: Note [Bucket order] in src/ddp/gradient_reducer.cpp.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hpctrain/ddp/named_tensors.hpp"
+#include "hpctrain/dist/buckets.hpp"
+#include "hpctrain/dist/comm.hpp"
+
+namespace hpctrain::ddp {
+
+struct ReducerOptions {
+  int64_t first_bucket_bytes = dist::kDefaultFirstBucketBytes;  // cap of the first bucket, bytes
+  int64_t bucket_bytes = dist::kDefaultBucketBytes;             // cap of every later bucket, bytes
+  // Reduce buckets on a communication thread while backward still runs. Needs MPI_THREAD_MULTIPLE;
+  // without it the reducer falls back to reducing everything in finalize() and says so once.
+  bool overlap = true;
+};
+
+// Communication of one synced step (last_step_stats) or summed over all synced steps (total_stats).
+struct ReducerStats {
+  int64_t steps = 0;             // synced steps finalized
+  int64_t bytes_reduced = 0;     // bytes this rank passed to allreduce
+  double allreduce_seconds = 0;  // wall time inside allreduce and the 1/world_size scaling
+  double exposed_seconds = 0;    // wall time finalize() spent on communication after backward ended
+};
+
+class GradientReducer {
+ public:
+  // Collective (duplicates `comm`): every rank constructs its reducer at the same point, with the
+  // same parameter names, shapes and dtypes (check with ddp::check_same_structure first).
+  // named_parameters: leaf tensors that require grad, dense, float32/float64/float16/bfloat16, each
+  // once. Half-precision gradients are reduced in float32.
+  GradientReducer(dist::Comm& comm, NamedTensors named_parameters, ReducerOptions options = {});
+  ~GradientReducer();
+  GradientReducer(GradientReducer&&) noexcept;
+  GradientReducer& operator=(GradientReducer&&) noexcept;
+
+  // Call after every backward (and before the optimizer step). On a synced step: waits for every
+  // bucket — completing the buckets of parameters that got no gradient here with their local .grad
+  // or zeros — and overwrites each param.grad with the average over ranks. Collective on synced steps.
+  // Returns warnings for the caller to log (empty when none): the names of parameters that got no
+  // gradient (each reported once), and a fallback from overlap. A no-op when sync is off.
+  [[nodiscard]] std::string finalize();
+
+  // Gradient accumulation: with sync off, hooks do nothing and .grad accumulates locally; the next
+  // synced backward reduces the accumulated sum. Change it only between finalize() and the next backward.
+  void set_sync(bool sync);
+  bool sync() const;
+
+  // Whether buckets are reduced during backward (false when requested but MPI cannot).
+  bool overlap() const;
+  const std::vector<dist::Bucket>& buckets() const;
+  // Parameters that got no gradient on this rank in the last synced step.
+  const std::vector<std::string>& unused_parameters() const;
+  const ReducerStats& last_step_stats() const;
+  const ReducerStats& total_stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Turns sync off for its lifetime (micro-batches of gradient accumulation), like DDP's no_sync().
+class NoSyncScope {
+ public:
+  explicit NoSyncScope(GradientReducer& reducer) : reducer_(reducer), previous_(reducer.sync()) {
+    reducer_.set_sync(false);
+  }
+  ~NoSyncScope() { reducer_.set_sync(previous_); }
+  NoSyncScope(const NoSyncScope&) = delete;
+  NoSyncScope& operator=(const NoSyncScope&) = delete;
+
+ private:
+  GradientReducer& reducer_;
+  bool previous_;
+};
+
+}  // namespace hpctrain::ddp

@@ -1,0 +1,104 @@
+// Communicator interface: rank/world/local rank and the collectives hpctrain needs.
+// Two implementations: MPI (src/dist/mpi_comm.cpp, the only file that includes mpi.h) and a
+// single-process one, so library code and unit tests run without mpirun.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hpctrain::dist {
+
+enum class DType { u8, i32, i64, f32, f64 };
+enum class ReduceOp { sum, max, min };
+
+// What MPI allows threads to do (the `provided` level of MPI_Init_thread), weakest first.
+enum class ThreadLevel { single, funneled, serialized, multiple };
+
+// A [offset, offset + count) range of elements; see split_into_chunks.
+struct Chunk {
+  std::size_t offset = 0;
+  std::size_t count = 0;
+};
+// Splits `total` elements into consecutive chunks of at most `max_chunk` elements (MPI counts are int,
+// so larger transfers go out as several calls). Empty for total == 0; max_chunk must be positive.
+std::vector<Chunk> split_into_chunks(std::size_t total, std::size_t max_chunk);
+
+template <typename T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
+template <> constexpr DType dtype_of<float>() { return DType::f32; }
+template <> constexpr DType dtype_of<double>() { return DType::f64; }
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Rank among the processes on this node (MPI_COMM_TYPE_SHARED), so mpirun and srun agree.
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
+
+  virtual void barrier() = 0;
+  // In-place reduction of `count` elements (counts above INT_MAX are sent in chunks).
+  virtual void allreduce(void* data, std::size_t count, DType dtype, ReduceOp op) = 0;
+  // Broadcasts `bytes` bytes from `root` into every rank's `data`.
+  virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
+  // Every rank contributes `bytes` bytes; `out` receives world_size * bytes, rank-ordered.
+  virtual void allgather(const void* data, std::size_t bytes, void* out) = 0;
+  // Ends every process of the job (MPI_Abort); never returns.
+  [[noreturn]] virtual void abort(int exit_code) = 0;
+
+  // The thread level MPI provided; communicators without MPI put no limits on threads.
+  virtual ThreadLevel thread_level() const { return ThreadLevel::multiple; }
+  // Collective: a communicator over the same ranks whose collectives never match this one's (MPI_Comm_dup),
+  // for a thread that communicates while another uses this communicator (see Note [Bucket order]).
+  virtual std::unique_ptr<Comm> duplicate();
+
+  bool is_main_process() const { return rank() == 0; }
+
+  template <typename T>
+  void allreduce(T* data, std::size_t count, ReduceOp op = ReduceOp::sum) { allreduce(data, count, dtype_of<T>(), op); }
+  template <typename T>
+  T allreduce_value(T value, ReduceOp op = ReduceOp::sum) {
+    allreduce(&value, 1, dtype_of<T>(), op);
+    return value;
+  }
+  // Broadcasts a string of any length from root (length first, then bytes).
+  void broadcast_string(std::string& text, int root);
+  // Gathers one value from every rank, rank-ordered.
+  template <typename T>
+  std::vector<T> allgather_value(const T& value) {
+    std::vector<T> out(static_cast<std::size_t>(world_size()));
+    allgather(&value, sizeof(T), out.data());
+    return out;
+  }
+  // Collective agreement on failure: true on every rank if any rank passes true.
+  bool any(bool flag) { return allreduce_value<int32_t>(flag ? 1 : 0, ReduceOp::max) != 0; }
+};
+
+// A communicator for one process: collectives are identities.
+std::unique_ptr<Comm> make_single_process_comm();
+
+// Owns MPI's lifetime: MPI_Init_thread in the constructor (asks for MPI_THREAD_MULTIPLE so a
+// communication thread may overlap backward), MPI_Finalize in the destructor. When the program was
+// not started by mpirun/srun, MPI still initializes as a singleton (world_size 1).
+class MpiRuntime {
+ public:
+  MpiRuntime(int* argc, char*** argv);
+  ~MpiRuntime();
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+
+  Comm& world() { return *world_; }
+  bool thread_multiple() const { return thread_multiple_; }
+
+ private:
+  std::unique_ptr<Comm> world_;
+  bool thread_multiple_ = false;
+};
+
+}  // namespace hpctrain::dist

@@ -1,0 +1,156 @@
+// A typed view of a Hugging Face `config.json`: DistilBERT, BERT, hpctrain's vision models, and a
+// generic path for any other model_type. Absent keys take transformers' defaults; wrong types and
+// impossible values throw Error naming the field, the expected type and the value found. The original
+// JSON object is kept, so keys we do not model survive a save (we overwrite only the keys we own).
+// Vision configs ("hpctrain-cnn", "hpctrain-mlp") are documented in docs/model-configs.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace hpctrain::io {
+
+// Activation functions config.json may name (hidden_act / activation):
+//   "gelu"                            -> gelu      (exact, erf-based: torch gelu(approximate="none"))
+//   "gelu_new", "gelu_pytorch_tanh"   -> gelu_tanh (tanh approximation: torch gelu(approximate="tanh"))
+//   "relu"                            -> relu
+// Anything else ("silu", "gelu_fast", "quick_gelu", ...) is an Error listing these.
+enum class Activation { gelu, gelu_tanh, relu };
+[[nodiscard]] Activation parse_activation(std::string_view name, std::string_view field = "activation");
+
+enum class ProblemType { unset, single_label_classification, multi_label_classification, regression };
+[[nodiscard]] std::string_view problem_type_name(ProblemType type);  // "" for unset
+
+// Keys every transformers PretrainedConfig has (the ones hpctrain uses).
+struct CommonConfig {
+  std::string model_type;
+  std::vector<std::string> architectures;  // e.g. {"DistilBertForSequenceClassification"}; empty if absent/null
+  // Class names by id: id2label[i] is the label of class i; JSON keys "0".."N-1" (strings, as JSON needs).
+  // Absent: num_labels (default 2) names LABEL_0, LABEL_1, ... as transformers does.
+  std::vector<std::string> id2label{"LABEL_0", "LABEL_1"};
+  // label -> id; absent: the inverse of id2label. Kept as written (hub configs are not always consistent).
+  std::map<std::string, std::int64_t> label2id{{"LABEL_0", 0}, {"LABEL_1", 1}};
+  ProblemType problem_type = ProblemType::unset;
+  std::string dtype;                 // "float32" | "float16" | "bfloat16"; "" if absent (torch_dtype or dtype)
+  std::string transformers_version;  // "" if absent
+
+  [[nodiscard]] std::int64_t num_labels() const { return static_cast<std::int64_t>(id2label.size()); }
+  // transformers' num_labels setter: when the count changes, labels become LABEL_0..LABEL_{n-1}.
+  void set_num_labels(std::int64_t count);
+  // Names the classes (id2label = names, label2id = inverse).
+  void set_labels(std::vector<std::string> names);
+};
+
+// transformers DistilBertConfig.
+struct DistilBertConfig {
+  std::int64_t vocab_size = 30522;
+  std::int64_t max_position_embeddings = 512;
+  bool sinusoidal_pos_embds = false;
+  std::int64_t n_layers = 6;
+  std::int64_t n_heads = 12;
+  std::int64_t dim = 768;
+  std::int64_t hidden_dim = 3072;  // FFN inner size
+  double dropout = 0.1;
+  double attention_dropout = 0.1;
+  std::string activation = "gelu";  // see Activation
+  double initializer_range = 0.02;
+  double qa_dropout = 0.1;
+  double seq_classif_dropout = 0.2;
+  std::optional<std::int64_t> pad_token_id = 0;  // null in JSON -> nullopt
+  // Not a config key: HF's DistilBERT hard-codes LayerNorm(eps=1e-12).
+  static constexpr double layer_norm_eps = 1e-12;
+
+  [[nodiscard]] Activation activation_fn() const { return parse_activation(activation, "activation"); }
+};
+
+// transformers BertConfig.
+struct BertConfig {
+  std::int64_t vocab_size = 30522;
+  std::int64_t hidden_size = 768;
+  std::int64_t num_hidden_layers = 12;
+  std::int64_t num_attention_heads = 12;
+  std::int64_t intermediate_size = 3072;
+  std::string hidden_act = "gelu";  // see Activation
+  double hidden_dropout_prob = 0.1;
+  double attention_probs_dropout_prob = 0.1;
+  std::int64_t max_position_embeddings = 512;
+  std::int64_t type_vocab_size = 2;
+  double initializer_range = 0.02;
+  double layer_norm_eps = 1e-12;
+  std::optional<std::int64_t> pad_token_id = 0;
+  std::string position_embedding_type = "absolute";  // the only kind hpctrain implements
+  std::optional<double> classifier_dropout;          // null -> hidden_dropout_prob
+
+  [[nodiscard]] Activation activation_fn() const { return parse_activation(hidden_act, "hidden_act"); }
+  // The dropout before the classification head (BertForSequenceClassification's rule).
+  [[nodiscard]] double effective_classifier_dropout() const { return classifier_dropout.value_or(hidden_dropout_prob); }
+};
+
+// model_type "hpctrain-cnn": conv blocks then an MLP head over images of
+// in_channels x image_size x image_size (docs/model-configs.md).
+struct CnnConfig {
+  std::int64_t in_channels = 3;
+  std::int64_t image_size = 32;
+  std::vector<std::int64_t> conv_channels{32, 64};  // output channels of each conv block
+  std::vector<std::int64_t> hidden{128};            // hidden widths of the head (may be empty)
+  double dropout = 0.1;
+};
+
+// model_type "hpctrain-mlp": flattened in_channels * image_size^2 inputs, hidden layers, classifier.
+struct MlpConfig {
+  std::int64_t in_channels = 3;
+  std::int64_t image_size = 32;
+  std::vector<std::int64_t> hidden{128};
+  double dropout = 0.1;
+};
+
+using ModelConfig = std::variant<std::monostate, DistilBertConfig, BertConfig, CnnConfig, MlpConfig>;
+
+class HfConfig {
+ public:
+  HfConfig() = default;
+  // A new config for one of the known models (model_type set accordingly).
+  explicit HfConfig(ModelConfig model);
+
+  // Parses a config.json object. `source` names it in errors (a path, or "config.json").
+  [[nodiscard]] static HfConfig from_json(const nlohmann::json& object, const std::string& source = "config.json");
+  // Reads `path`, a config.json file or a folder holding one.
+  [[nodiscard]] static HfConfig load(const std::filesystem::path& path);
+
+  // The original object with our keys overwritten. Validates first (Error as in from_json).
+  [[nodiscard]] nlohmann::json to_json() const;
+  // As transformers writes config.json: sorted keys, 2-space indent, ASCII escapes, trailing newline.
+  [[nodiscard]] std::string to_json_string() const;
+  // Writes to_json_string() to `path` (a file, or a folder -> folder/config.json), atomically.
+  void save(const std::filesystem::path& path) const;
+  // Re-checks the typed fields (after edits): types, ranges, divisibility, activation, model_type.
+  void validate() const;
+
+  [[nodiscard]] const std::string& model_type() const { return common.model_type; }
+  // True for distilbert, bert, hpctrain-cnn, hpctrain-mlp; false for the generic path.
+  [[nodiscard]] bool is_known_model() const { return !std::holds_alternative<std::monostate>(model); }
+  // The typed config; Error naming the actual model_type when it is another model.
+  [[nodiscard]] const DistilBertConfig& distilbert() const;
+  [[nodiscard]] const BertConfig& bert() const;
+  [[nodiscard]] const CnnConfig& cnn() const;
+  [[nodiscard]] const MlpConfig& mlp() const;
+  // The object as read (unknown keys included); empty object for a config built in code.
+  [[nodiscard]] const nlohmann::json& raw() const { return raw_; }
+
+  CommonConfig common;
+  ModelConfig model;
+
+ private:
+  nlohmann::json raw_ = nlohmann::json::object();
+  std::string source_ = "config.json";
+};
+
+}  // namespace hpctrain::io

@@ -1,0 +1,101 @@
+// The interface every hpctrain model implements: a sequence (or image) classifier whose parameter names
+// are Hugging Face's state-dict keys, so a checkpoint moves between hpctrain and `transformers` as is.
+// Not here: building a model from config.json (registry.hpp), loading/saving weights (weights.hpp,
+// pretrained.hpp). Models never see MPI.
+#pragma once
+
+#include "hpctrain/io/hf_config.hpp"
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hpctrain::models {
+
+// One batch. Undefined tensors mean "absent".
+struct ModelInputs {
+  at::Tensor input_ids;       // int64 [B, L] (text models)
+  at::Tensor attention_mask;  // [B, L], 1 = token, 0 = padding (any dtype); absent = all tokens
+  at::Tensor token_type_ids;  // int64 [B, L] (BERT); absent = zeros
+  at::Tensor pixel_values;    // floating [B, C, H, W] (vision models)
+  // Absent = no loss. int64 [B] for single-label classification, floating [B, num_labels] for
+  // multi-label, floating [B] or [B, num_labels] for regression (see classification_loss).
+  at::Tensor labels;
+};
+
+struct ModelOutput {
+  at::Tensor logits;  // [B, num_labels], in the activations' dtype
+  at::Tensor loss;    // scalar (mean over the batch); undefined when inputs.labels is
+};
+
+// The loss transformers' *ForSequenceClassification computes for `logits` [B, num_labels] and
+// `labels`. problem_type unset decides per call as transformers does: num_labels == 1 -> regression
+// (MSE), integer labels -> single-label (cross-entropy), else multi-label (BCE with logits).
+[[nodiscard]] at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels,
+                                             io::ProblemType problem_type);
+
+// One transformer block: a pure function of (hidden, key_mask) given its parameters (and, in training,
+// the dropout RNG), so a wrapper can recompute it for gradient checkpointing.
+// hidden: [B, L, D]; key_mask: [B, L], 1 = attend, 0 = padding, any dtype, or undefined (no padding).
+class TransformerLayer : public torch::nn::Module {
+ public:
+  using torch::nn::Module::Module;
+  virtual at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) = 0;
+};
+
+// Runs one layer; the default calls layer.forward(hidden, key_mask). A checkpointing or profiling
+// wrapper replaces it (SequenceClassifier::set_layer_runner).
+using LayerRunner = std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden,
+                                             const at::Tensor& key_mask)>;
+
+// What every model says about itself for loading and saving (Note [Base checkpoints]).
+struct ModelSpec {
+  std::string model_type;         // config.json "model_type": "distilbert", "bert", "hpctrain-cnn", ...
+  std::string architecture;       // config.json "architectures"[0]: "DistilBertForSequenceClassification"
+  std::string base_model_prefix;  // "distilbert", "bert"; "" when the model has no separate base
+  // Modules that a base (pretraining) checkpoint may lack; they keep their from_config initialization
+  // and are reported as newly initialized. Each is all present or all absent in a checkpoint.
+  std::vector<std::string> head_modules;
+  // Checkpoint names the model does not use but that pretraining checkpoints carry (MLM/NSP heads,
+  // legacy buffers): a name starting with one of these prefixes, or ending in one of
+  // `ignorable_suffixes`, is reported as ignored instead of unexpected.
+  std::vector<std::string> ignorable_prefixes;
+  std::vector<std::string> ignorable_suffixes;
+};
+
+// A classifier: forward(inputs) -> logits [B, num_labels] (+ loss). Construct with from_config().
+class SequenceClassifier : public torch::nn::Module {
+ public:
+  SequenceClassifier(const std::string& name, io::HfConfig config)
+      : torch::nn::Module(name), config_(std::move(config)) {}
+
+  virtual ModelOutput forward(const ModelInputs& inputs) = 0;
+  [[nodiscard]] virtual const ModelSpec& spec() const = 0;
+
+  // Re-initializes every parameter as transformers' _init_weights (or PyTorch's defaults for the
+  // vision models), drawing from LibTorch's default CPU generator (seed it with torch::manual_seed).
+  virtual void init_weights() = 0;
+
+  // The transformer blocks in order (empty for vision models), for wrappers such as checkpointing.
+  [[nodiscard]] virtual std::vector<TransformerLayer*> transformer_layers() { return {}; }
+  void set_layer_runner(LayerRunner runner) { layer_runner_ = std::move(runner); }
+
+  // The config the model was built from (unknown keys kept), which save_pretrained writes back.
+  [[nodiscard]] const io::HfConfig& config() const { return config_; }
+  [[nodiscard]] int64_t num_labels() const { return config_.common.num_labels(); }
+
+ protected:
+  at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
+    return layer_runner_ ? layer_runner_(layer, hidden, key_mask) : layer.forward(hidden, key_mask);
+  }
+
+ private:
+  io::HfConfig config_;
+  LayerRunner layer_runner_;
+};
+
+}  // namespace hpctrain::models

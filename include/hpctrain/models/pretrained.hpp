@@ -1,0 +1,37 @@
+// Hugging Face model folders: config.json + model.safetensors (or shards), read and written through
+// io/ so that `transformers` loads what hpctrain saves and the other way round.
+#pragma once
+
+#include "hpctrain/models/model.hpp"
+#include "hpctrain/models/weights.hpp"
+
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+namespace hpctrain::models {
+
+struct Pretrained {
+  std::shared_ptr<SequenceClassifier> model;
+  LoadReport report;  // newly initialized head, ignored pretraining tensors, dtype conversions
+};
+
+// from_config(io::HfConfig::load(dir)), then load_state_dict() of the folder's safetensors weights (F16/BF16
+// upcast to the model's float32). Strict (weights.hpp, Note [Base checkpoints]): Error naming the
+// folder and every missing, unexpected or wrong-shaped tensor. A head absent from a base checkpoint
+// is initialized from LibTorch's default generator (torch::manual_seed first for reproducibility).
+[[nodiscard]] Pretrained from_pretrained(const std::filesystem::path& dir);
+
+// The folder's tensors as CPU at::Tensors in their stored dtypes (copied out of the mapping).
+[[nodiscard]] StateDict read_weights(const std::filesystem::path& dir);
+
+// Writes `dir` as transformers' save_pretrained: config.json (model.config() with "architectures" and
+// "torch_dtype" set, written by io::HfConfig::save: labels, unknown keys kept), the weights
+// in the parameters' dtype with HF names and {"format": "pt"} metadata (model.safetensors, or shards
+// past 5 GB), and copies of `tokenizer_files` (vocab.txt, tokenizer_config.json, ...).
+// Atomic: everything is written to a temporary sibling folder that then replaces `dir`; an existing
+// `dir` must be a model folder (has config.json) or empty, and is replaced as a whole. Rank 0 only.
+void save_pretrained(const SequenceClassifier& model, const std::filesystem::path& dir,
+                     const std::vector<std::filesystem::path>& tokenizer_files = {});
+
+}  // namespace hpctrain::models

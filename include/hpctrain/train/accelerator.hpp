@@ -1,0 +1,146 @@
+// The Accelerator: Hugging Face Accelerate's API in C++, the layer `hpctrain train` and custom loops share.
+// It binds the rank to a device and CPU threads, prepares a model (rank 0's weights broadcast, structure
+// checked, gradient reducer installed), an optimizer and this rank's shard of a dataset, and does
+// backward with gradient averaging, accumulation, clipping, metric gathering and rank-0 checkpointing.
+// Every method that communicates is collective: all ranks call it at the same point.
+//
+// Typical loop (examples/custom_loop.cpp):
+//   Accelerator acc(comm, options);
+//   acc.prepare_model(*model);                       // before building the optimizer (device moves)
+//   AdamW optimizer(model->named_parameters().pairs(), {});
+//   auto loader = acc.prepare(*model, optimizer, "data.h5", loader_options);
+//   loader->start_epoch(epoch);
+//   while (auto batch = loader->next()) { acc.backward(loss); acc.clip_grad_norm(1.0); optimizer.step(lr); ... }
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hpctrain/ddp/gradient_reducer.hpp"
+#include "hpctrain/dist/comm.hpp"
+#include "hpctrain/loader/shard_loader.hpp"
+#include "hpctrain/train/adamw.hpp"
+
+namespace hpctrain::train {
+
+struct AcceleratorOptions {
+  std::string device = "auto";        // auto | cpu | cuda (train/device.hpp)
+  int threads = 0;                    // CPU threads per rank; 0 = cores on the node / ranks on the node
+  double bucket_mb = 25;              // cap of every gradient bucket after the first, MiB
+  double first_bucket_mb = 1;         // cap of the first bucket, MiB
+  bool overlap = true;                // reduce buckets while backward runs
+  int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step (accumulate())
+  uint64_t seed = 42;                 // dropout seeds (seed_step), Note [Dropout seeds]
+  bool log_all_ranks = false;         // every rank logs, lines prefixed "[rank r]"
+};
+
+class Accelerator {
+ public:
+  // Sets the log context, CPU threads (train::set_threads) and picks the device. Not collective.
+  Accelerator(dist::Comm& comm, AcceleratorOptions options = {});
+  ~Accelerator();
+  Accelerator(const Accelerator&) = delete;
+  Accelerator& operator=(const Accelerator&) = delete;
+
+  [[nodiscard]] const at::Device& device() const { return device_; }
+  [[nodiscard]] int rank() const { return comm_.rank(); }
+  [[nodiscard]] int world_size() const { return comm_.world_size(); }
+  [[nodiscard]] int local_rank() const { return comm_.local_rank(); }
+  [[nodiscard]] bool is_main_process() const { return comm_.is_main_process(); }
+  [[nodiscard]] int threads() const { return threads_; }
+  [[nodiscard]] dist::Comm& comm() { return comm_; }
+  [[nodiscard]] const AcceleratorOptions& options() const { return options_; }
+
+  // Collective. Moves `model` to device(), checks that every rank holds the same parameter and buffer
+  // names, shapes and dtypes (Error on every rank otherwise), copies rank 0's values to every rank and
+  // installs the gradient reducer on the parameters that require grad. Once per Accelerator.
+  void prepare_model(torch::nn::Module& model);
+  // Collective. This rank's ShardLoader of `file` (options.rank / world_size are set here). When any
+  // rank fails to open its shard, every rank throws the first failing rank's message.
+  [[nodiscard]] std::unique_ptr<loader::ShardLoader> prepare_data(const std::filesystem::path& file,
+                                                                  loader::LoaderOptions options);
+  // Accelerate's prepare(model, optimizer, data): prepare_model (when not done yet), registers the
+  // optimizer for save_state/load_state (its state must live on device()), prepare_data.
+  [[nodiscard]] std::unique_ptr<loader::ShardLoader> prepare(torch::nn::Module& model, AdamW& optimizer,
+                                                             const std::filesystem::path& file,
+                                                             loader::LoaderOptions options);
+  void register_optimizer(AdamW& optimizer) { optimizer_ = &optimizer; }
+
+  // loss.backward(); on a synced micro-batch the gradients are then averaged over all ranks
+  // (collective). Reducer warnings (e.g. parameters without a gradient) are logged once each.
+  void backward(const at::Tensor& loss);
+  // Gradient accumulation, as Accelerate's accumulate(): call once per micro-batch before its forward.
+  // Sync is on for every gradient_accumulation_steps-th micro-batch, or when `end_of_step` (e.g. the
+  // last micro-batch of an epoch). Returns sync_gradients(): whether to step the optimizer after it.
+  bool accumulate(bool end_of_step = false);
+  [[nodiscard]] bool sync_gradients() const;
+  // Turns gradient sync off for its lifetime (DDP's no_sync()).
+  [[nodiscard]] ddp::NoSyncScope no_sync();
+  void set_gradient_sync(bool sync);
+
+  // Scales the (already averaged, so identical on every rank) gradients of the prepared model so their
+  // global L2 norm is at most max_norm, as torch.nn.utils.clip_grad_norm_; max_norm <= 0 only measures.
+  // Returns the norm before clipping. Not collective.
+  double clip_grad_norm(double max_norm);
+  // Sets every parameter's gradient to none (PyTorch's zero_grad(set_to_none=True)).
+  void zero_grad();
+
+  // Collective. The rows of `values` ([n, ...], any dtype, any device) whose is_padding is false, from
+  // every rank, concatenated in rank order on every rank (CPU). Ranks may hold different n.
+  [[nodiscard]] at::Tensor gather_for_metrics(const at::Tensor& values, const at::Tensor& is_padding);
+
+  // Note [Dropout seeds]: seeds LibTorch's generators with derive_seed(seed, step, micro_batch, rank)
+  // before a micro-batch's forward, so a resumed run draws the same dropout masks as an uninterrupted one.
+  void seed_step(int64_t step, int64_t micro_batch = 0);
+
+  // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): a SequenceClassifier as
+  // save_pretrained (config.json, model.safetensors, tokenizer files), any other module as
+  // model.safetensors; optimizer.safetensors when one is registered; trainer_state.json when
+  // `trainer_state` is not null. Returns after every rank knows the folder is complete.
+  void save_state(const std::filesystem::path& dir, const nlohmann::json& trainer_state = nullptr);
+  // Collective. Rank 0 reads `dir`, every rank receives: the model's weights and buffers (strict) and
+  // the optimizer's state when registered. Returns trainer_state.json (null when absent).
+  nlohmann::json load_state(const std::filesystem::path& dir);
+  // Tokenizer files save_state copies into model folders.
+  void set_tokenizer_files(std::vector<std::filesystem::path> files) { tokenizer_files_ = std::move(files); }
+
+  void wait_for_everyone() { comm_.barrier(); }
+
+  // Prints on the main process only (every rank with log_all_ranks).
+  template <typename... Args>
+  void print(fmt::format_string<Args...> format, Args&&... args) {
+    print_line(fmt::format(format, std::forward<Args>(args)...));
+  }
+  void print_line(const std::string& line);
+
+  [[nodiscard]] ddp::GradientReducer& reducer();
+  [[nodiscard]] torch::nn::Module& model();
+
+ private:
+  void log_warnings(const std::string& warnings);
+
+  dist::Comm& comm_;
+  AcceleratorOptions options_;
+  at::Device device_{at::kCPU};
+  int threads_ = 1;
+  torch::nn::Module* model_ = nullptr;
+  AdamW* optimizer_ = nullptr;
+  std::vector<at::Tensor> trainable_;
+  std::unique_ptr<ddp::GradientReducer> reducer_;
+  std::vector<std::filesystem::path> tokenizer_files_;
+  std::set<std::string> logged_warnings_;
+  int64_t micro_batches_ = 0;  // accumulate() calls since the last sync
+  bool sync_ = true;
+};
+
+}  // namespace hpctrain::train

@@ -1,0 +1,44 @@
+// Evaluation and prediction over a split read by every rank's ShardLoader, exact across ranks:
+// wrap-around padding examples (Batch::is_padding) are dropped, so every example counts exactly once.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <functional>
+#include <vector>
+
+#include "hpctrain/dist/comm.hpp"
+#include "hpctrain/loader/batch.hpp"
+#include "hpctrain/loader/shard_loader.hpp"
+#include "hpctrain/models/model.hpp"
+#include "hpctrain/train/metrics.hpp"
+
+namespace hpctrain::train {
+
+// A batch's tensors on `device`, as the model takes them (labels included: the loss comes back too).
+models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device& device);
+
+struct EvaluationResult {
+  ConfusionMatrix matrix;
+  ClassificationMetrics metrics;  // metrics.loss: mean cross-entropy over the split
+};
+
+// Runs the model (eval mode, no grad; its training mode is restored) over one epoch of `loader` on every
+// rank; confusion matrix and loss are summed across ranks. Collective.
+EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
+                          const at::Device& device);
+
+// One example's prediction.
+struct Prediction {
+  int64_t index = 0;            // position in the split as stored
+  int64_t label = 0;            // the true label
+  std::vector<float> logits;
+};
+
+// Predictions of every example of the split, gathered on rank 0 in the split's stored order
+// (other ranks receive an empty vector). Collective.
+std::vector<Prediction> predict(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
+                                const at::Device& device);
+
+}  // namespace hpctrain::train

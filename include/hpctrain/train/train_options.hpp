@@ -1,0 +1,68 @@
+// Typed options of `hpctrain train` (src/cli/train_command.cpp maps flags and config-file keys onto them).
+// validate_train_options() rejects bad values before any training work, naming the option.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "hpctrain/data/sampler.hpp"
+
+namespace hpctrain::train {
+
+struct TrainOptions {
+  // ---- Data ----
+  std::filesystem::path data;              // HDF5 dataset file (hpctrain prep)
+  std::string train_split = "train";
+  std::string eval_split = "validation";   // skipped when the file has no such split
+  data::ShuffleMode shuffle = data::ShuffleMode::shard;
+  std::filesystem::path tokenizer;         // tokenizer folder copied into checkpoints (default: --model's)
+
+  // ---- Model ----
+  std::filesystem::path model_dir;         // a Hugging Face folder (config.json + safetensors)
+  std::string model_config;                // a config.json file, or "preset:NAME" (see model_presets())
+
+  // ---- Optimization ----
+  int64_t epochs = 3;
+  int64_t max_steps = -1;                  // > 0: optimizer steps of the run, overrides epochs
+  int64_t batch_size = 8;                  // per rank, per micro-batch (examples)
+  int64_t eval_batch_size = 0;             // per rank; 0 = batch_size
+  int64_t gradient_accumulation_steps = 1;
+  double lr = 5e-5;
+  double weight_decay = 0.0;
+  double warmup_ratio = 0.0;               // share of the total steps; used when warmup_steps == 0
+  int64_t warmup_steps = 0;
+  std::string lr_scheduler = "linear";     // linear | cosine | constant
+  double max_grad_norm = 1.0;              // <= 0: no clipping (the norm is still logged)
+  uint64_t seed = 42;                      // weights, data order and dropout (Note [Dropout seeds])
+  bool skip_nonfinite = false;             // skip a step whose loss is NaN/inf instead of stopping
+
+  // ---- Distributed ----
+  double bucket_mb = 25;                   // cap of each gradient bucket after the first, MiB
+  double first_bucket_mb = 1;              // cap of the first bucket, MiB
+  bool overlap = true;                     // reduce buckets during backward
+  int64_t check_sync_every = 0;            // steps between replica checksums; 0 = never
+  int threads = 0;                         // CPU threads per rank; 0 = cores on node / ranks on node
+  std::string device = "auto";             // auto | cpu | cuda
+
+  // ---- Checkpoints ----
+  std::filesystem::path output;            // run folder: checkpoint-STEP/, final/, metrics.jsonl
+  int64_t save_steps = 0;                  // steps between checkpoints; 0 = at the end of every epoch
+  int64_t save_total_limit = 0;            // newest checkpoints kept; 0 = all
+  std::string resume;                      // "" (fresh), "auto" (newest complete checkpoint) or a folder
+  int64_t eval_steps = 0;                  // steps between evaluations; 0 = at the end of every epoch
+
+  // ---- Logging ----
+  int64_t logging_steps = 10;              // steps between metrics.jsonl lines / plain progress lines
+  bool log_all_ranks = false;
+  bool progress = true;                    // progress bar on a terminal
+  // Testing aid: every rank appends "epoch step example_index" per trained example to
+  // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
+  std::filesystem::path trace_examples;
+};
+
+// Throws Error naming the option, the value and what is allowed (pure: no file system access
+// except that the data file and --model folder must exist).
+void validate_train_options(const TrainOptions& options);
+
+}  // namespace hpctrain::train

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Configures and builds hpctrain (Release) in ${HPCTRAIN_BUILD_DIR:-build}. Extra arguments go to cmake --build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${HPCTRAIN_BUILD_DIR:-build}
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${HPCTRAIN_BUILD_TYPE:-Release}
+fi
+jobs=${HPCTRAIN_BUILD_JOBS:-$(nproc)}
+cmake --build "$build_dir" -j "$jobs" "$@"

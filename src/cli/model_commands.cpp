@@ -1,0 +1,201 @@
+// `hpctrain eval`, `hpctrain predict` and `hpctrain inspect MODEL_DIR`: a Hugging Face model folder
+// applied to a dataset file, data-parallel under mpirun (rank 0 prints and writes).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "commands.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/data/dataset_reader.hpp"
+#include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/train/device.hpp"
+#include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/threads.hpp"
+#include "option_parsing.hpp"
+
+namespace hpctrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ModelDataOptions {
+  std::string model, data, split = "validation", device = "auto";
+  int64_t batch_size = 64;
+  int threads = 0;
+};
+
+void add_model_data_options(po::options_description& options, ModelDataOptions& values) {
+  options.add_options()
+      ("model", po::value(&values.model)->required(), "Hugging Face model folder (config.json + model.safetensors)")
+      ("data", po::value(&values.data)->required(), "dataset file written by `hpctrain prep` (.h5)")
+      ("split", po::value(&values.split)->default_value(values.split), "train | validation | test")
+      ("batch-size", po::value(&values.batch_size)->default_value(values.batch_size), "examples per rank and batch")
+      ("threads", po::value(&values.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
+      ("device", po::value(&values.device)->default_value(values.device), "auto | cpu | cuda");
+}
+
+// Model and this rank's loader over the split, checked against each other.
+struct Loaded {
+  std::shared_ptr<models::SequenceClassifier> model;
+  std::unique_ptr<loader::ShardLoader> loader;
+  at::Device device{at::kCPU};
+};
+
+Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
+  HPCTRAIN_CHECK(options.batch_size > 0, "--batch-size must be positive, got {}", options.batch_size);
+  train::set_threads(options.threads > 0 ? options.threads : train::default_threads_per_rank(comm.local_size()));
+  Loaded loaded;
+  loaded.device = train::select_device(options.device, comm.local_rank());
+  auto pretrained = models::from_pretrained(options.model);
+  const std::string report = pretrained.report.summary();
+  if (!pretrained.report.newly_initialized.empty())
+    log::warning("{}: the classification head is not in the checkpoint; its predictions are random\n{}", options.model, report);
+  loaded.model = pretrained.model;
+  loaded.model->to(loaded.device);
+  loader::LoaderOptions loader_options;
+  loader_options.split = options.split;
+  loader_options.batch_size = options.batch_size;
+  loader_options.shuffle = data::ShuffleMode::none;
+  loader_options.rank = comm.rank();
+  loader_options.world_size = comm.world_size();
+  loaded.loader = std::make_unique<loader::ShardLoader>(options.data, loader_options);
+  const auto& dataset_labels = loaded.loader->reader().label_names();
+  HPCTRAIN_CHECK(static_cast<int64_t>(dataset_labels.size()) == loaded.model->num_labels(),
+                 "{} has {} labels but the model in {} has {} (config.json id2label)", options.data, dataset_labels.size(),
+                 options.model, loaded.model->num_labels());
+  if (dataset_labels != loaded.model->config().common.id2label)
+    log::warning("label names differ: dataset {} vs model {}; using the model's", fmt::join(dataset_labels, ","),
+                 fmt::join(loaded.model->config().common.id2label, ","));
+  return loaded;
+}
+
+std::string format_metrics(const train::EvaluationResult& result, const std::vector<std::string>& names) {
+  const auto& m = result.metrics;
+  std::string out = fmt::format("examples {}  loss {:.4f}  accuracy {:.4f}  macro-F1 {:.4f}\n\n", m.examples, m.loss,
+                                m.accuracy, m.macro_f1);
+  out += fmt::format("  {:<24} {:>9} {:>9} {:>9} {:>8}\n", "label", "precision", "recall", "f1", "support");
+  for (std::size_t c = 0; c < m.per_class.size(); ++c) {
+    const auto& pc = m.per_class[c];
+    out += fmt::format("  {:<24} {:>9.4f} {:>9.4f} {:>9.4f} {:>8}\n", names[c], pc.precision, pc.recall, pc.f1, pc.support);
+  }
+  out += "\n  confusion matrix (rows: label, columns: predicted)\n";
+  for (int64_t label = 0; label < result.matrix.num_labels(); ++label) {
+    out += fmt::format("  {:<24}", names[static_cast<std::size_t>(label)]);
+    for (int64_t p = 0; p < result.matrix.num_labels(); ++p) out += fmt::format(" {:>7}", result.matrix.count(label, p));
+    out += "\n";
+  }
+  return out;
+}
+
+// Writes `text` to path atomically (temporary + rename).
+void write_atomically(const fs::path& path, const std::string& text) {
+  if (path.has_parent_path()) fs::create_directories(path.parent_path());
+  const fs::path temporary = path.string() + ".tmp";
+  {
+    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
+    HPCTRAIN_CHECK(file.good(), "cannot write '{}'", temporary.string());
+    file << text;
+    file.close();
+    HPCTRAIN_CHECK(file.good(), "writing '{}' failed (disk full?)", temporary.string());
+  }
+  fs::rename(temporary, path);
+}
+
+}  // namespace
+
+int eval_command(const Args& args, dist::Comm& comm) {
+  ModelDataOptions options;
+  bool json = false;
+  po::options_description description("Evaluate");
+  add_model_data_options(description, options);
+  description.add_options()("json", po::bool_switch(&json), "print JSON");
+  po::variables_map values;
+  if (!parse_options(args, "hpctrain eval --model DIR --data FILE.h5 [--split validation] [--json]", description, values))
+    return 0;
+  Loaded loaded = load_model_and_data(options, comm);
+  const auto result = train::evaluate(*loaded.model, *loaded.loader, comm, loaded.device);
+  if (!comm.is_main_process()) return 0;
+  const auto& names = loaded.model->config().common.id2label;
+  if (json) std::cout << train::metrics_to_json(result.metrics, result.matrix, names).dump(2) << "\n";
+  else std::cout << fmt::format("{} on {} ({} split):\n", options.model, options.data, options.split) << format_metrics(result, names);
+  return 0;
+}
+
+int predict_command(const Args& args, dist::Comm& comm) {
+  ModelDataOptions options;
+  std::string output;
+  po::options_description description("Predict");
+  add_model_data_options(description, options);
+  description.add_options()("output", po::value(&output)->required(), "JSONL file: one line per example, in stored order");
+  po::variables_map values;
+  if (!parse_options(args, "hpctrain predict --model DIR --data FILE.h5 --split S --output preds.jsonl", description, values))
+    return 0;
+  Loaded loaded = load_model_and_data(options, comm);
+  const auto predictions = train::predict(*loaded.model, *loaded.loader, comm, loaded.device);
+  if (!comm.is_main_process()) return 0;
+  const int64_t n = loaded.loader->num_examples();
+  HPCTRAIN_CHECK(static_cast<int64_t>(predictions.size()) == n, "gathered {} predictions for {} examples", predictions.size(), n);
+  const auto source_index = loaded.loader->reader().read_source_index(options.split, 0, n);
+  const auto& names = loaded.model->config().common.id2label;
+  std::string text;
+  for (const auto& p : predictions) {
+    const auto best = static_cast<std::size_t>(std::max_element(p.logits.begin(), p.logits.end()) - p.logits.begin());
+    nlohmann::json line = {{"index", p.index}, {"source_index", source_index[static_cast<std::size_t>(p.index)]},
+                           {"label", names[best]}, {"logits", p.logits}};
+    text += line.dump() + "\n";
+  }
+  write_atomically(output, text);
+  log::info("wrote {} predictions to {}", predictions.size(), output);
+  return 0;
+}
+
+int inspect_model(const std::string& dir, bool json) {
+  auto pretrained = models::from_pretrained(dir);
+  const auto& model = *pretrained.model;
+  std::map<std::string, int64_t> by_module;
+  int64_t total = 0;
+  for (const auto& item : model.named_parameters()) {
+    const std::string& name = item.key();
+    // Group by the first two name parts ("distilbert.embeddings", "classifier.weight" → "classifier").
+    const auto first = name.find('.');
+    const auto second = first == std::string::npos ? std::string::npos : name.find('.', first + 1);
+    const bool leaf = second == std::string::npos || name.compare(first + 1, second - first - 1, "weight") == 0;
+    const std::string group = leaf ? name.substr(0, first) : name.substr(0, second);
+    by_module[group] += item.value().numel();
+    total += item.value().numel();
+  }
+  std::map<std::string, int64_t> dtypes;
+  for (const auto& [name, tensor] : models::read_weights(dir)) ++dtypes[std::string(c10::toString(tensor.scalar_type()))];
+  std::vector<std::string> tokenizer_files;
+  for (const char* file : {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
+    if (fs::exists(fs::path(dir) / file)) tokenizer_files.push_back(file);
+  const auto& report = pretrained.report;
+  const std::string head = report.newly_initialized.empty() ? "present"
+                                                             : "will be initialized: " + fmt::format("{}", fmt::join(report.newly_initialized, ", "));
+  if (json) {
+    nlohmann::json out = {{"config", model.config().to_json()}, {"parameters", total},  {"parameters_by_module", by_module},
+                          {"stored_dtypes", dtypes},             {"head", head},         {"tokenizer_files", tokenizer_files},
+                          {"ignored", report.ignored}};
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  const std::string architecture = model.spec().architecture;
+  std::cout << fmt::format("{}\n{}Config {}\n\n", dir, model.config().model_type() == "bert" ? "Bert" :
+                           model.config().model_type() == "distilbert" ? "DistilBert" : model.config().model_type() + " ",
+                           model.config().to_json().dump(2));
+  std::cout << fmt::format("architecture  {}\nparameters    {}\n", architecture, total);
+  for (const auto& [group, count] : by_module) std::cout << fmt::format("  {:<36} {:>12}\n", group, count);
+  std::cout << "stored dtypes ";
+  for (const auto& [dtype, count] : dtypes) std::cout << fmt::format("{} ({} tensors)  ", dtype, count);
+  std::cout << fmt::format("\nhead          {}\n", head);
+  if (!report.ignored.empty()) std::cout << fmt::format("ignored       {}\n", fmt::join(report.ignored, ", "));
+  std::cout << fmt::format("tokenizer     {}\n", tokenizer_files.empty() ? "no tokenizer files" : fmt::format("{}", fmt::join(tokenizer_files, ", ")));
+  return 0;
+}
+
+}  // namespace hpctrain::cli

@@ -1,0 +1,18 @@
+// Shared Boost.Program_options plumbing for the subcommands (the only layer that sees Program_options).
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+namespace hpctrain::cli {
+
+namespace po = boost::program_options;
+
+// Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
+// same keys (key = value lines). Returns false when help was printed (the caller returns 0).
+bool parse_options(const std::vector<std::string>& args, const std::string& usage, po::options_description& options,
+                   po::variables_map& values, const po::positional_options_description* positional = nullptr);
+
+}  // namespace hpctrain::cli

@@ -1,0 +1,126 @@
+// `hpctrain prep text|images`: option descriptions → typed option structs → the prep library.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/progress.hpp"
+#include "hpctrain/prep/image_prep.hpp"
+#include "hpctrain/prep/labels.hpp"
+#include "hpctrain/prep/text_prep.hpp"
+#include "option_parsing.hpp"
+
+namespace hpctrain::cli {
+namespace {
+
+std::string compression_name(data::Compression compression) { return std::string(data::to_string(compression)); }
+
+void print_histogram(const std::vector<std::string>& names, const std::vector<int64_t>& counts, int64_t total) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    log::info("    {:<24} {:>8}  {:5.1f}%", names[i], counts[i], 100.0 * counts[i] / std::max<int64_t>(1, total));
+}
+
+void print_report(const prep::TextPrepOptions& options, const prep::TextPrepReport& report) {
+  log::info("wrote {} ({} labels, max_length {}) in {}", options.output.string(), report.label_names.size(),
+            report.max_length, format_duration(report.seconds));
+  for (const auto& split : report.splits) {
+    log::info("  {}: {} examples, {} tokens", split.name, split.examples, split.tokens);
+    print_histogram(report.label_names, split.label_counts, split.examples);
+  }
+  if (report.truncated > 0) log::info("  {} examples were truncated to {} tokens", report.truncated, report.max_length);
+  for (const auto& [reason, count] : report.skipped) log::warning("skipped {} rows: {}", count, reason);
+  if (report.rows_with_invalid_utf8 > 0)
+    log::warning("{} rows held invalid UTF-8; each invalid byte sequence was replaced by U+FFFD and dropped by the tokenizer",
+                 report.rows_with_invalid_utf8);
+}
+
+}  // namespace
+
+int prep_text_command(const Args& args, const std::string& command_line) {
+  prep::TextPrepOptions options;
+  std::string labels, compression = compression_name(options.compression), input, validation_input, test_input, tokenizer,
+              output;
+  po::options_description data_options("Input");
+  data_options.add_options()
+      ("input", po::value(&input)->required(), "rows: .csv, .tsv or .jsonl, optionally .gz")
+      ("validation-input", po::value(&validation_input), "a separate validation file (instead of --validation-fraction)")
+      ("test-input", po::value(&test_input), "an optional test split")
+      ("text-field", po::value(&options.text_field)->default_value(options.text_field), "column or key of the text")
+      ("text-pair-field", po::value(&options.text_pair_field), "column or key of the second sentence (pairs)")
+      ("label-field", po::value(&options.label_field)->default_value(options.label_field), "column or key of the label")
+      ("labels", po::value(&labels), "label order, comma-separated (default: sorted unique values)")
+      ("skip-invalid", po::bool_switch(&options.skip_invalid), "skip bad rows and report counts by reason");
+  po::options_description tokenizer_options("Tokenizer");
+  tokenizer_options.add_options()
+      ("tokenizer", po::value(&tokenizer)->required(), "Hugging Face model folder with vocab.txt (+ tokenizer_config.json) or tokenizer.json")
+      ("max-length", po::value(&options.max_length)->default_value(0), "tokens per example incl. [CLS]/[SEP] (0: the tokenizer's model_max_length, at most 512)");
+  po::options_description output_options("Output");
+  output_options.add_options()
+      ("output", po::value(&output)->required(), "the HDF5 file to write")
+      ("validation-fraction", po::value(&options.validation_fraction)->default_value(0.0), "share of --input held out, stratified by label")
+      ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the split and of the one shuffle when writing")
+      ("compression", po::value(&compression)->default_value(compression), "none | gzip")
+      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing output file")
+      ("threads", po::value(&options.threads)->default_value(0), "tokenizer threads (0: all cores)")
+      ("no-progress", "no progress bar");
+  po::options_description all;
+  all.add(data_options).add(tokenizer_options).add(output_options);
+  po::variables_map values;
+  if (!parse_options(args, "hpctrain prep text --input ROWS --tokenizer DIR --output FILE.h5 [options]", all, values)) return 0;
+  options.input = input;
+  options.validation_input = validation_input;
+  options.test_input = test_input;
+  options.tokenizer_dir = tokenizer;
+  options.output = output;
+  options.labels = prep::split_commas(labels);
+  options.compression = data::parse_compression(compression);
+  options.progress = values.count("no-progress") == 0;
+  options.created_by = command_line;
+  print_report(options, prep::prep_text(options));
+  return 0;
+}
+
+int prep_images_command(const Args& args, const std::string& command_line) {
+  prep::ImagePrepOptions options;
+  std::string labels, compression = compression_name(options.compression), input_dir, train_images, train_labels,
+              validation_images, validation_labels, output;
+  po::options_description input_options("Input");
+  input_options.add_options()
+      ("input-dir", po::value(&input_dir), "folder with the four standard MNIST file names (.gz or plain)")
+      ("train-images", po::value(&train_images), "IDX images of the train split")
+      ("train-labels", po::value(&train_labels), "IDX labels of the train split")
+      ("validation-images", po::value(&validation_images), "IDX images of the validation split")
+      ("validation-labels", po::value(&validation_labels), "IDX labels of the validation split")
+      ("labels", po::value(&labels), "label names, comma-separated, or a preset: fashion-mnist | mnist (default: 0..K-1)");
+  po::options_description output_options("Output");
+  output_options.add_options()
+      ("output", po::value(&output)->required(), "the HDF5 file to write")
+      ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the one shuffle when writing")
+      ("compression", po::value(&compression)->default_value(compression), "none | gzip")
+      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing output file");
+  po::options_description all;
+  all.add(input_options).add(output_options);
+  po::variables_map values;
+  if (!parse_options(args, "hpctrain prep images --input-dir DIR --output FILE.h5 [options]", all, values)) return 0;
+  options.input_dir = input_dir;
+  options.train_images = train_images;
+  options.train_labels = train_labels;
+  options.validation_images = validation_images;
+  options.validation_labels = validation_labels;
+  options.output = output;
+  options.labels = prep::split_commas(labels);
+  options.compression = data::parse_compression(compression);
+  options.created_by = command_line;
+  const auto report = prep::prep_images(options);
+  log::info("wrote {} ({} labels, images {}x{}x{})", options.output.string(), report.label_names.size(), report.channels,
+            report.height, report.width);
+  for (const auto& split : report.splits) {
+    log::info("  {}: {} examples", split.name, split.examples);
+    print_histogram(report.label_names, split.label_counts, split.examples);
+  }
+  return 0;
+}
+
+}  // namespace hpctrain::cli

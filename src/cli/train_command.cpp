@@ -1,0 +1,124 @@
+// `hpctrain train`: grouped option descriptions -> train::TrainOptions -> train::run_training.
+// Every flag is also a key of --config FILE (`key = value` lines; the command line wins).
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/dist/comm.hpp"
+#include "hpctrain/train/trainer.hpp"
+#include "option_parsing.hpp"
+
+namespace hpctrain::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "mpirun -np N hpctrain train (--model DIR | --model-config FILE|preset:NAME) --data FILE.h5 --output DIR [options]";
+
+struct Texts {  // options parsed as text, converted after parsing
+  std::string data, model, tokenizer, output, shuffle = "shard", overlap = "on";
+};
+
+po::options_description data_group(train::TrainOptions& o, Texts& t) {
+  po::options_description g("Data");
+  g.add_options()
+      ("data", po::value(&t.data)->required(), "dataset file written by `hpctrain prep` (.h5)")
+      ("train-split", po::value(&o.train_split)->default_value(o.train_split), "split to train on")
+      ("eval-split", po::value(&o.eval_split)->default_value(o.eval_split), "split to evaluate on (skipped if absent)")
+      ("shuffle", po::value(&t.shuffle)->default_value(t.shuffle),
+       "shard | global | none; global gives the same global batches on any number of ranks (exact resume on a "
+       "different number of ranks)")
+      ("tokenizer", po::value(&t.tokenizer), "tokenizer folder the data was prepared with, copied into checkpoints "
+       "(default: --model's tokenizer files)");
+  return g;
+}
+
+po::options_description model_group(train::TrainOptions& o, Texts& t) {
+  po::options_description g("Model");
+  g.add_options()
+      ("model", po::value(&t.model), "Hugging Face model folder to fine-tune (config.json + model.safetensors)")
+      ("model-config", po::value(&o.model_config), "config.json to train from random init, or preset:NAME "
+       "(tiny-distilbert, tiny-bert, cnn, mlp); sizes follow the dataset");
+  return g;
+}
+
+po::options_description optimization_group(train::TrainOptions& o) {
+  po::options_description g("Optimization");
+  g.add_options()
+      ("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the train split")
+      ("max-steps", po::value(&o.max_steps)->default_value(o.max_steps), "optimizer steps of the run (> 0 overrides --epochs)")
+      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size),
+       "examples per rank per micro-batch; global batch = this x ranks x accumulation steps")
+      ("eval-batch-size", po::value(&o.eval_batch_size)->default_value(0), "examples per rank in evaluation (0: --batch-size)")
+      ("gradient-accumulation-steps", po::value(&o.gradient_accumulation_steps)->default_value(1), "micro-batches per step")
+      ("lr", po::value(&o.lr)->default_value(o.lr), "peak learning rate of AdamW (betas 0.9/0.999, eps 1e-8)")
+      ("weight-decay", po::value(&o.weight_decay)->default_value(o.weight_decay), "not applied to biases and LayerNorm weights")
+      ("warmup-ratio", po::value(&o.warmup_ratio)->default_value(o.warmup_ratio), "share of the steps warming up")
+      ("warmup-steps", po::value(&o.warmup_steps)->default_value(o.warmup_steps), "steps warming up (instead of the ratio)")
+      ("lr-scheduler", po::value(&o.lr_scheduler)->default_value(o.lr_scheduler), "linear | cosine | constant")
+      ("max-grad-norm", po::value(&o.max_grad_norm)->default_value(o.max_grad_norm), "clip the global gradient norm (<= 0: off)")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the weights, data order and dropout")
+      ("skip-nonfinite", po::bool_switch(&o.skip_nonfinite), "skip steps whose loss is NaN/inf (default: stop)");
+  return g;
+}
+
+po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
+  po::options_description g("Distributed");
+  g.add_options()
+      ("bucket-mb", po::value(&o.bucket_mb)->default_value(o.bucket_mb), "gradient bucket size, MiB")
+      ("first-bucket-mb", po::value(&o.first_bucket_mb)->default_value(o.first_bucket_mb), "first gradient bucket size, MiB")
+      ("overlap", po::value(&t.overlap)->default_value(t.overlap), "on | off: reduce gradients during backward")
+      ("check-sync-every", po::value(&o.check_sync_every)->default_value(0), "steps between replica checksums (0: never)")
+      ("threads", po::value(&o.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
+      ("device", po::value(&o.device)->default_value(o.device), "auto | cpu | cuda (GPU local_rank % count)");
+  return g;
+}
+
+po::options_description checkpoint_group(train::TrainOptions& o, Texts& t) {
+  po::options_description g("Checkpoints");
+  g.add_options()
+      ("output", po::value(&t.output)->required(), "run folder: checkpoint-STEP/, final/, metrics.jsonl")
+      ("save-steps", po::value(&o.save_steps)->default_value(0), "steps between checkpoints (0: every epoch's end)")
+      ("save-total-limit", po::value(&o.save_total_limit)->default_value(0), "newest checkpoints kept (0: all)")
+      ("eval-steps", po::value(&o.eval_steps)->default_value(0), "steps between evaluations (0: every epoch's end)")
+      ("resume", po::value(&o.resume), "auto (newest complete checkpoint in --output) or a checkpoint folder");
+  return g;
+}
+
+po::options_description logging_group(train::TrainOptions& o, std::string& trace) {
+  po::options_description g("Logging");
+  g.add_options()
+      ("logging-steps", po::value(&o.logging_steps)->default_value(o.logging_steps), "steps between metrics.jsonl lines")
+      ("log-all-ranks", po::bool_switch(&o.log_all_ranks), "every rank logs, lines prefixed with the rank")
+      ("no-progress", "plain progress lines instead of a progress bar")
+      ("trace-examples", po::value(&trace), "testing: each rank appends `epoch step example_index` lines to "
+       "DIR/examples-rank<R>.txt");
+  return g;
+}
+
+bool parse_on_off(const std::string& text, const char* flag) {
+  if (text == "on" || text == "true" || text == "1") return true;
+  if (text == "off" || text == "false" || text == "0") return false;
+  fail("--{} '{}': expected on or off", flag, text);
+}
+
+}  // namespace
+
+int train_command(const Args& args, dist::Comm& comm) {
+  train::TrainOptions options;
+  Texts texts;
+  std::string trace;
+  po::options_description all;
+  all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options));
+  all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace));
+  po::variables_map values;
+  if (!parse_options(args, kUsage, all, values)) return 0;
+  options.data = texts.data, options.model_dir = texts.model, options.tokenizer = texts.tokenizer;
+  options.output = texts.output, options.trace_examples = trace;
+  options.shuffle = data::parse_shuffle_mode(texts.shuffle);
+  options.overlap = parse_on_off(texts.overlap, "overlap");
+  options.progress = values.count("no-progress") == 0;
+  (void)train::run_training(comm, options);
+  return 0;
+}
+
+}  // namespace hpctrain::cli

@@ -1,0 +1,287 @@
+#include "hpctrain/data/dataset_writer.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+#include <system_error>
+
+#include "h5_handle.hpp"
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::data {
+namespace fs = std::filesystem;
+
+namespace {
+
+// The split being written: its datasets stay open between appends.
+struct OpenSplit {
+  std::string name;
+  bool is_text = true;
+  bool has_pairs = false;
+  h5::Handle group, input_ids, offsets, token_type_ids, labels, source_index, pixels;
+  int64_t num_examples = 0, num_tokens = 0;
+  int64_t channels = 0, height = 0, width = 0;
+  // Exact per-channel sums of pixel values and their squares (uint8, so no rounding until the end).
+  std::vector<uint64_t> pixel_sum, pixel_square_sum;
+};
+
+void check_attributes(const FileAttributes& attributes, const WriterOptions& options) {
+  HPCTRAIN_CHECK(!attributes.label_names.empty(), "dataset attributes: label_names is empty, expected at least one label");
+  std::set<std::string> unique(attributes.label_names.begin(), attributes.label_names.end());
+  HPCTRAIN_CHECK(unique.size() == attributes.label_names.size(), "dataset attributes: label_names has duplicates");
+  if (attributes.task == Task::text_classification) {
+    const auto& tokenizer = attributes.tokenizer;
+    HPCTRAIN_CHECK(tokenizer.is_object() && tokenizer.contains("vocab_size") &&
+                       tokenizer["vocab_size"].is_number_integer() && tokenizer["vocab_size"].get<int64_t>() > 0,
+                   "dataset attributes: a text task needs tokenizer.vocab_size (a positive integer), got tokenizer {}",
+                   tokenizer.dump());
+  }
+  HPCTRAIN_CHECK(options.compression == Compression::none || (options.gzip_level >= 1 && options.gzip_level <= 9),
+                 "gzip level {} out of range: expected 1..9", options.gzip_level);
+}
+
+h5::Layout layout_for(const WriterOptions& options, int64_t chunk_rows, std::vector<int64_t> row_shape = {}) {
+  return h5::Layout{std::move(row_shape), chunk_rows, options.compression, options.gzip_level};
+}
+
+template <typename T>
+void append_vector(const h5::Handle& dataset, const std::vector<T>& values, size_t from = 0) {
+  h5::append_rows(dataset.get(), h5::type_of<T>(), values.data() + from, static_cast<int64_t>(values.size() - from), 1);
+}
+
+}  // namespace
+
+struct DatasetWriter::State {
+  fs::path final_path, temporary_path;
+  FileAttributes attributes;
+  WriterOptions options;
+  int64_t vocab_size = 0;
+  h5::Handle file;
+  std::set<std::string> written_splits;
+  std::optional<OpenSplit> split;
+  bool committed = false;
+
+  void write_root_attributes();
+  void begin_split(const std::string& name, bool is_text);
+  void check_labels(const std::vector<int64_t>& labels, const std::vector<int64_t>& source_index) const;
+  void check_tokens(const TextExamples& piece) const;
+};
+
+void DatasetWriter::State::write_root_attributes() {
+  const h5::Id root = file.get();
+  h5::write_int64_attribute(root, schema::kAttrFormat, schema::kFormatVersion);
+  h5::write_string_attribute(root, schema::kAttrTask, std::string(to_string(attributes.task)));
+  h5::write_string_attribute(root, schema::kAttrLabelNames, nlohmann::json(attributes.label_names).dump());
+  h5::write_string_attribute(root, schema::kAttrSource, attributes.source);
+  h5::write_string_attribute(root, schema::kAttrCreatedBy, attributes.created_by);
+  const bool no_tokenizer = attributes.tokenizer.is_null() || attributes.tokenizer.empty();
+  h5::write_string_attribute(root, schema::kAttrTokenizer, no_tokenizer ? "{}" : attributes.tokenizer.dump());
+}
+
+void DatasetWriter::State::begin_split(const std::string& name, bool is_text) {
+  HPCTRAIN_CHECK(!committed, "{}: the writer was already committed", final_path.string());
+  HPCTRAIN_CHECK(is_known_split(name), "unknown split '{}': expected train, validation or test", name);
+  HPCTRAIN_CHECK(!split, "{}: split '{}' begun while split '{}' is still open (call end_split first)",
+                 final_path.string(), name, split ? split->name : "");
+  HPCTRAIN_CHECK(!written_splits.count(name), "{}: split '{}' written twice", final_path.string(), name);
+  const bool task_is_text = attributes.task == Task::text_classification;
+  HPCTRAIN_CHECK(is_text == task_is_text, "{}: split '{}': cannot write {} to a {} file", final_path.string(), name,
+                 is_text ? "text" : "images", to_string(attributes.task));
+  split.emplace();
+  split->name = name;
+  split->is_text = is_text;
+  split->group = h5::create_group(file.get(), name);
+}
+
+void DatasetWriter::State::check_labels(const std::vector<int64_t>& labels,
+                                        const std::vector<int64_t>& source_index) const {
+  const auto num_labels = static_cast<int64_t>(attributes.label_names.size());
+  for (size_t i = 0; i < labels.size(); ++i) {
+    HPCTRAIN_CHECK(labels[i] >= 0 && labels[i] < num_labels,
+                   "split '{}', example {}: label {} out of range: expected 0 <= label < {} (label_names)",
+                   split->name, split->num_examples + static_cast<int64_t>(i), labels[i], num_labels);
+    HPCTRAIN_CHECK(source_index[i] >= 0, "split '{}', example {}: source_index {} is negative", split->name,
+                   split->num_examples + static_cast<int64_t>(i), source_index[i]);
+  }
+}
+
+void DatasetWriter::State::check_tokens(const TextExamples& piece) const {
+  for (int64_t example = 0; example < piece.size(); ++example) {
+    for (int64_t t = piece.offsets[example]; t < piece.offsets[example + 1]; ++t) {
+      const int32_t id = piece.input_ids[t];
+      HPCTRAIN_CHECK(id >= 0 && id < vocab_size,
+                     "split '{}', example {}: token id {} out of range: expected 0 <= id < vocab_size {}", split->name,
+                     split->num_examples + example, id, vocab_size);
+      HPCTRAIN_CHECK(!split->has_pairs || piece.token_type_ids[t] < schema::kNumTokenTypes,
+                     "split '{}', example {}: token_type_id {} out of range: expected 0 or 1", split->name,
+                     split->num_examples + example, piece.token_type_ids[t]);
+    }
+  }
+}
+
+DatasetWriter::DatasetWriter(const fs::path& final_path, const FileAttributes& attributes,
+                             const WriterOptions& options, bool overwrite)
+    : state_(std::make_unique<State>()) {
+  HPCTRAIN_CHECK(overwrite || !fs::exists(final_path), "{} already exists; pass --overwrite to replace it",
+                 final_path.string());
+  check_attributes(attributes, options);
+  state_->final_path = final_path;
+  state_->temporary_path = fs::path(final_path.string() + ".tmp." + std::to_string(::getpid()));
+  state_->attributes = attributes;
+  state_->options = options;
+  if (attributes.task == Task::text_classification) state_->vocab_size = attributes.tokenizer["vocab_size"].get<int64_t>();
+  std::error_code error;
+  if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path(), error);
+  state_->file = h5::create_file(state_->temporary_path);
+  state_->write_root_attributes();
+}
+
+DatasetWriter::~DatasetWriter() {
+  if (state_->committed) return;
+  state_->split.reset();
+  state_->file.reset();
+  std::error_code ignored;
+  fs::remove(state_->temporary_path, ignored);
+}
+
+const fs::path& DatasetWriter::temporary_path() const { return state_->temporary_path; }
+
+void DatasetWriter::write_text_split(const std::string& split, const TextExamples& examples, bool has_pairs) {
+  begin_text_split(split, has_pairs);
+  append_text(examples);
+  end_split();
+}
+
+void DatasetWriter::write_image_split(const std::string& split, const ImageExamples& examples) {
+  begin_image_split(split, examples.channels, examples.height, examples.width);
+  append_images(examples);
+  end_split();
+}
+
+void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pairs) {
+  state_->begin_split(split_name, /*is_text=*/true);
+  OpenSplit& split = *state_->split;
+  split.has_pairs = has_pairs;
+  const h5::Id group = split.group.get();
+  const WriterOptions& options = state_->options;
+  split.input_ids = h5::create_rows_dataset(group, schema::kInputIds, h5::Type::i32, layout_for(options, schema::kTokenChunk));
+  split.offsets = h5::create_rows_dataset(group, schema::kOffsets, h5::Type::i64, layout_for(options, schema::kExampleChunk));
+  split.labels = h5::create_rows_dataset(group, schema::kLabels, h5::Type::i64, layout_for(options, schema::kExampleChunk));
+  split.source_index =
+      h5::create_rows_dataset(group, schema::kSourceIndex, h5::Type::i64, layout_for(options, schema::kExampleChunk));
+  if (has_pairs) {
+    split.token_type_ids =
+        h5::create_rows_dataset(group, schema::kTokenTypeIds, h5::Type::u8, layout_for(options, schema::kTokenChunk));
+  }
+  append_vector(split.offsets, std::vector<int64_t>{0});
+}
+
+void DatasetWriter::append_text(const TextExamples& piece) {
+  HPCTRAIN_CHECK(state_->split && state_->split->is_text, "append_text without begin_text_split");
+  OpenSplit& split = *state_->split;
+  const std::string what = fmt::format("split '{}', examples from {}", split.name, split.num_examples);
+  piece.check_consistent(what.c_str());
+  HPCTRAIN_CHECK(split.has_pairs == piece.has_token_type_ids() || piece.num_tokens() == 0,
+                 "{}: the split was begun {} sentence pairs but this piece {} token_type_ids", what,
+                 split.has_pairs ? "with" : "without", piece.has_token_type_ids() ? "has" : "has no");
+  state_->check_labels(piece.labels, piece.source_index);
+  state_->check_tokens(piece);
+
+  std::vector<int64_t> offsets(piece.offsets.begin() + 1, piece.offsets.end());
+  for (int64_t& offset : offsets) offset += split.num_tokens;
+  append_vector(split.input_ids, piece.input_ids);
+  if (split.has_pairs) append_vector(split.token_type_ids, piece.token_type_ids);
+  append_vector(split.offsets, offsets);
+  append_vector(split.labels, piece.labels);
+  append_vector(split.source_index, piece.source_index);
+  split.num_examples += piece.size();
+  split.num_tokens += piece.num_tokens();
+}
+
+void DatasetWriter::begin_image_split(const std::string& split_name, int64_t channels, int64_t height, int64_t width) {
+  HPCTRAIN_CHECK(channels > 0 && height > 0 && width > 0, "split '{}': image shape [{}, {}, {}] must be positive",
+                 split_name, channels, height, width);
+  state_->begin_split(split_name, /*is_text=*/false);
+  OpenSplit& split = *state_->split;
+  split.channels = channels;
+  split.height = height;
+  split.width = width;
+  split.pixel_sum.assign(channels, 0);
+  split.pixel_square_sum.assign(channels, 0);
+  const h5::Id group = split.group.get();
+  const WriterOptions& options = state_->options;
+  const int64_t images_per_chunk = std::max<int64_t>(1, schema::kImageChunkBytes / (channels * height * width));
+  split.pixels = h5::create_rows_dataset(group, schema::kPixels, h5::Type::u8,
+                                         layout_for(options, images_per_chunk, {channels, height, width}));
+  split.labels = h5::create_rows_dataset(group, schema::kLabels, h5::Type::i64, layout_for(options, schema::kExampleChunk));
+  split.source_index =
+      h5::create_rows_dataset(group, schema::kSourceIndex, h5::Type::i64, layout_for(options, schema::kExampleChunk));
+}
+
+void DatasetWriter::append_images(const ImageExamples& piece) {
+  HPCTRAIN_CHECK(state_->split && !state_->split->is_text, "append_images without begin_image_split");
+  OpenSplit& split = *state_->split;
+  const std::string what = fmt::format("split '{}', images from {}", split.name, split.num_examples);
+  piece.check_consistent(what.c_str());
+  HPCTRAIN_CHECK(piece.channels == split.channels && piece.height == split.height && piece.width == split.width,
+                 "{}: image shape [{}, {}, {}], expected [{}, {}, {}] as begun", what, piece.channels, piece.height,
+                 piece.width, split.channels, split.height, split.width);
+  state_->check_labels(piece.labels, piece.source_index);
+
+  const int64_t plane = split.height * split.width;
+  for (int64_t image = 0; image < piece.size(); ++image) {
+    for (int64_t c = 0; c < split.channels; ++c) {
+      const uint8_t* pixel = piece.image(image) + c * plane;
+      uint64_t sum = 0, square_sum = 0;
+      for (int64_t p = 0; p < plane; ++p) {
+        sum += pixel[p];
+        square_sum += static_cast<uint64_t>(pixel[p]) * pixel[p];
+      }
+      split.pixel_sum[c] += sum;
+      split.pixel_square_sum[c] += square_sum;
+    }
+  }
+  h5::append_rows(split.pixels.get(), h5::Type::u8, piece.pixels.data(), piece.size(), piece.image_bytes());
+  append_vector(split.labels, piece.labels);
+  append_vector(split.source_index, piece.source_index);
+  split.num_examples += piece.size();
+}
+
+void DatasetWriter::end_split() {
+  HPCTRAIN_CHECK(state_->split, "end_split without an open split");
+  OpenSplit& split = *state_->split;
+  HPCTRAIN_CHECK(split.num_examples > 0, "{}: split '{}' has no examples; leave it out instead",
+                 state_->final_path.string(), split.name);
+  h5::write_int64_attribute(split.group.get(), schema::kAttrNumExamples, split.num_examples);
+  if (!split.is_text) {
+    // Population statistics (ddof = 0) of pixel/255, as torchvision-style Normalize expects.
+    const double count = static_cast<double>(split.num_examples * split.height * split.width);
+    std::vector<double> mean(split.channels), stddev(split.channels);
+    for (int64_t c = 0; c < split.channels; ++c) {
+      mean[c] = static_cast<double>(split.pixel_sum[c]) / (255.0 * count);
+      const double mean_square = static_cast<double>(split.pixel_square_sum[c]) / (255.0 * 255.0 * count);
+      stddev[c] = std::sqrt(std::max(0.0, mean_square - mean[c] * mean[c]));
+    }
+    h5::write_doubles_attribute(split.pixels.get(), schema::kAttrMean, mean);
+    h5::write_doubles_attribute(split.pixels.get(), schema::kAttrStd, stddev);
+  }
+  state_->written_splits.insert(split.name);
+  state_->split.reset();
+}
+
+void DatasetWriter::commit() {
+  HPCTRAIN_CHECK(!state_->committed, "{}: commit() called twice", state_->final_path.string());
+  if (state_->split) end_split();
+  HPCTRAIN_CHECK(!state_->written_splits.empty(), "{}: no split was written", state_->final_path.string());
+  h5::close_file(state_->file);
+  std::error_code error;
+  fs::rename(state_->temporary_path, state_->final_path, error);
+  HPCTRAIN_CHECK(!error, "cannot rename {} to {}: {}", state_->temporary_path.string(), state_->final_path.string(),
+                 error.message());
+  state_->committed = true;
+}
+
+}  // namespace hpctrain::data

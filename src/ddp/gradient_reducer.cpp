@@ -1,0 +1,392 @@
+#include "hpctrain/ddp/gradient_reducer.hpp"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <unordered_set>
+
+#include "comm_thread.hpp"
+#include "hpctrain/core/error.hpp"
+
+// Note [Bucket order]
+// MPI matches collectives on a communicator by call order, so every rank must allreduce the same
+// buckets in the same order. The buckets are a pure function of the parameter sizes
+// (dist::assign_buckets, identical on every rank), and they are launched strictly in bucket order:
+// a bucket complete before its predecessor waits for it. Which hooks fire, and when, may differ
+// between ranks (unused parameters, data-dependent control flow); the launch order never does,
+// because finalize() completes every bucket not launched yet — missing gradients become the local
+// .grad or zeros — and launches them in order.
+// Bucket collectives run on a private duplicate of the caller's communicator, on one thread
+// (CommThread), so collectives the caller issues on its own communicator never interleave with them.
+// Late gradients: a hook may fire again after its bucket was launched (a parameter shared across a
+// reentrant checkpoint, or two backward calls in one step). Such gradients are kept aside; the last
+// bucket, which only finalize() launches, carries one flag per earlier bucket ("this rank has a late
+// gradient for it") after its gradients. Every rank reads the same summed flags, so all of them
+// reduce the flagged buckets' late gradients once more, in order: late gradients cost a collective
+// only when they happen, and never desynchronize the ranks.
+//
+// Buffers live on the CPU whatever the parameters' device: MPI reduces host memory (no CUDA-aware
+// MPI needed), and copies to and from the device go through ordinary copy_ on the caller's stream.
+
+namespace hpctrain::ddp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The dtype a parameter's gradient is reduced in: half precision is summed in float32.
+at::ScalarType reduction_dtype(at::ScalarType dtype) { return dtype == at::kDouble ? at::kDouble : at::kFloat; }
+
+dist::DType to_dist(at::ScalarType dtype) { return dtype == at::kDouble ? dist::DType::f64 : dist::DType::f32; }
+
+// A bucket's flat buffer, shared with the communication thread (which may outlive the reducer,
+// see CommThread::~CommThread).
+struct FlatBuffer {
+  at::Tensor values;       // CPU, 1-D: gradients, then (last bucket, overlap) late-gradient flags
+  int64_t grad_numel = 0;  // elements that hold gradients; the rest are flags
+  double seconds = 0;      // time of the last reduction (written by whoever reduced it)
+};
+
+// Allreduce-sums `buffer` in place and divides its gradients by world_size.
+void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer) {
+  const auto start = Clock::now();
+  const at::Tensor& values = buffer.values;
+  comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
+                 dist::ReduceOp::sum);
+  if (comm.world_size() > 1) values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
+  buffer.seconds = seconds_since(start);
+}
+
+struct ParamSlot {
+  std::string name;
+  at::Tensor param;
+  std::size_t bucket = 0;
+  int64_t offset = 0;  // elements into the bucket's buffer
+  unsigned hook = 0;
+  int fired = 0;         // hook calls in this step
+  at::Tensor late;       // gradient that arrived after the bucket was launched (see Note [Bucket order])
+  bool reported = false;  // already named in an unused-parameter warning
+};
+
+struct BucketState {
+  dist::Bucket params;  // indices into the reducer's parameters, in buffer order
+  std::shared_ptr<FlatBuffer> buffer;
+  std::size_t pending = 0;  // parameters whose hook has not fired yet in this step
+  bool launched = false;
+  uint64_t ticket = 0;  // CommThread ticket of its reduction (overlap)
+};
+
+void validate_parameter(const std::string& name, const at::Tensor& param, std::unordered_set<const void*>& seen) {
+  HPCTRAIN_CHECK(param.defined(), "GradientReducer: parameter '{}' is undefined", name);
+  HPCTRAIN_CHECK(param.requires_grad() && param.is_leaf(),
+                 "GradientReducer: parameter '{}' must be a leaf tensor that requires grad (pass only the "
+                 "trainable parameters)", name);
+  HPCTRAIN_CHECK(param.layout() == at::kStrided, "GradientReducer: parameter '{}' is sparse; only dense "
+                 "parameters are supported", name);
+  const at::ScalarType dtype = param.scalar_type();
+  HPCTRAIN_CHECK(dtype == at::kFloat || dtype == at::kDouble || dtype == at::kHalf || dtype == at::kBFloat16,
+                 "GradientReducer: parameter '{}' has dtype {}; expected float32, float64, float16 or bfloat16",
+                 name, c10::toString(dtype));
+  HPCTRAIN_CHECK(seen.insert(param.unsafeGetTensorImpl()).second,
+                 "GradientReducer: parameter '{}' is registered twice; pass shared (tied) weights once", name);
+}
+
+}  // namespace
+
+struct GradientReducer::Impl {
+  Impl(dist::Comm& caller_comm, NamedTensors named_parameters, const ReducerOptions& options);
+  ~Impl();
+
+  void on_gradient(std::size_t index, const at::Tensor& grad);
+  std::string finalize();
+
+  at::Tensor slot_view(const ParamSlot& slot) const;
+  void start_slot(ParamSlot& slot, const at::Tensor& slot_values, const at::Tensor& grad);
+  void launch_ready_buckets();
+  void launch(std::size_t bucket_index);
+  void complete_missing_parameters();
+  void reduce_late_gradients();
+  void write_averages_to_grads();
+  void reset_step();
+  std::string unused_warning();
+
+  std::shared_ptr<dist::Comm> comm;  // private duplicate; see Note [Bucket order]
+  bool overlap = false;
+  std::vector<ParamSlot> params;
+  std::vector<BucketState> buckets;
+  std::vector<dist::Bucket> assignment;
+  std::size_t late_flags = 0;     // flags after the last bucket's gradients
+  std::size_t next_launch = 0;    // first bucket not launched in this step
+  bool sync = true;
+  bool step_active = false;       // a hook fired since the last finalize()
+  std::vector<std::size_t> unused_indices;  // parameters without a gradient in the last synced step
+  std::vector<std::string> unused_last_step;
+  std::string pending_warnings;
+  ReducerStats last_step, total;
+  mutable std::mutex mutex;       // hooks may run on autograd's device threads
+  std::unique_ptr<CommThread> comm_thread;  // last: destroyed (joined) first
+};
+
+GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_parameters, const ReducerOptions& options)
+    : comm(caller_comm.duplicate()) {
+  overlap = options.overlap && comm->thread_level() == dist::ThreadLevel::multiple;
+  if (options.overlap && !overlap) {
+    pending_warnings += "gradient reducer: MPI did not provide MPI_THREAD_MULTIPLE, so gradients are reduced "
+                        "after backward instead of overlapping it (slower, same result)\n";
+  }
+
+  std::unordered_set<const void*> seen;
+  std::vector<int64_t> sizes_bytes;
+  std::vector<int> groups;
+  for (auto& [name, param] : named_parameters) {
+    validate_parameter(name, param, seen);
+    const at::ScalarType dtype = reduction_dtype(param.scalar_type());
+    sizes_bytes.push_back(param.numel() * static_cast<int64_t>(c10::elementSize(dtype)));
+    groups.push_back(static_cast<int>(dtype));
+    ParamSlot slot;
+    slot.name = std::move(name);
+    slot.param = std::move(param);
+    params.push_back(std::move(slot));
+  }
+  assignment = dist::assign_buckets(sizes_bytes, groups, options.first_bucket_bytes, options.bucket_bytes);
+
+  late_flags = overlap && assignment.size() > 1 ? assignment.size() - 1 : 0;
+  for (std::size_t b = 0; b < assignment.size(); ++b) {
+    BucketState bucket;
+    bucket.params = assignment[b];
+    bucket.pending = bucket.params.size();
+    bucket.buffer = std::make_shared<FlatBuffer>();
+    int64_t numel = 0;
+    for (std::size_t index : bucket.params) {
+      params[index].bucket = b;
+      params[index].offset = numel;
+      numel += params[index].param.numel();
+    }
+    bucket.buffer->grad_numel = numel;
+    const bool is_last = b + 1 == assignment.size();
+    const at::ScalarType dtype = reduction_dtype(params[bucket.params.front()].param.scalar_type());
+    bucket.buffer->values = at::zeros({numel + (is_last ? static_cast<int64_t>(late_flags) : 0)},
+                                      at::TensorOptions().dtype(dtype).device(at::kCPU));
+    buckets.push_back(std::move(bucket));
+  }
+
+  if (overlap) comm_thread = std::make_unique<CommThread>();
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    params[i].hook = params[i].param.register_hook([this, i](const at::TensorBase& grad) {
+      on_gradient(i, at::Tensor(grad));
+    });
+  }
+}
+
+GradientReducer::Impl::~Impl() {
+  for (ParamSlot& slot : params) slot.param.remove_hook(slot.hook);
+}
+
+at::Tensor GradientReducer::Impl::slot_view(const ParamSlot& slot) const {
+  return buckets[slot.bucket].buffer->values.narrow(0, slot.offset, slot.param.numel()).view(slot.param.sizes());
+}
+
+// First gradient of a step: the slot starts from the local .grad (accumulated micro-batches), else zeros.
+void GradientReducer::Impl::start_slot(ParamSlot& slot, const at::Tensor& slot_values, const at::Tensor& grad) {
+  const at::Tensor& accumulated = slot.param.grad();
+  if (accumulated.defined()) {
+    slot_values.copy_(accumulated);
+    if (grad.defined()) slot_values.add_(grad.to(at::kCPU));
+  } else if (grad.defined()) {
+    slot_values.copy_(grad);
+  } else {
+    slot_values.zero_();
+  }
+  --buckets[slot.bucket].pending;
+}
+
+void GradientReducer::Impl::on_gradient(std::size_t index, const at::Tensor& grad) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!sync) return;
+  at::NoGradGuard no_grad;
+  ParamSlot& slot = params[index];
+  HPCTRAIN_CHECK(!grad.defined() || grad.layout() == at::kStrided,
+                 "GradientReducer: parameter '{}' received a sparse gradient; only dense gradients are supported",
+                 slot.name);
+  step_active = true;
+  if (buckets[slot.bucket].launched) {  // see "Late gradients" in Note [Bucket order]
+    if (grad.defined()) {
+      const at::Tensor cpu_grad = grad.to(at::kCPU, reduction_dtype(grad.scalar_type()));
+      slot.late = slot.late.defined() ? slot.late + cpu_grad : cpu_grad.clone();
+    }
+    ++slot.fired;
+    return;
+  }
+  const at::Tensor slot_values = slot_view(slot);
+  if (slot.fired == 0) {
+    start_slot(slot, slot_values, grad);
+  } else if (grad.defined()) {  // a second gradient in this step: accumulate
+    slot_values.add_(grad.to(at::kCPU));
+  }
+  ++slot.fired;
+  if (overlap) launch_ready_buckets();
+}
+
+// Launches complete buckets in bucket order; the last one is left to finalize() (it carries the flags).
+void GradientReducer::Impl::launch_ready_buckets() {
+  while (next_launch + 1 < buckets.size() && buckets[next_launch].pending == 0) launch(next_launch++);
+}
+
+void GradientReducer::Impl::launch(std::size_t bucket_index) {
+  BucketState& bucket = buckets[bucket_index];
+  bucket.launched = true;
+  if (!overlap) {
+    reduce_in_place(*comm, *bucket.buffer);
+    return;
+  }
+  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer] {
+    reduce_in_place(*shared_comm, *buffer);
+  });
+}
+
+// Parameters without a gradient this step enter their bucket as their local .grad or zeros, so every
+// bucket completes on every rank.
+void GradientReducer::Impl::complete_missing_parameters() {
+  unused_indices.clear();
+  for (std::size_t b = next_launch; b < buckets.size(); ++b) {
+    for (std::size_t index : buckets[b].params) {
+      ParamSlot& slot = params[index];
+      if (slot.fired > 0) continue;
+      start_slot(slot, slot_view(slot), at::Tensor());
+      unused_indices.push_back(index);
+    }
+  }
+  std::sort(unused_indices.begin(), unused_indices.end());
+  unused_last_step.clear();
+  for (std::size_t index : unused_indices) unused_last_step.push_back(params[index].name);
+}
+
+// Runs after every bucket was reduced; see "Late gradients" in Note [Bucket order].
+void GradientReducer::Impl::reduce_late_gradients() {
+  if (late_flags == 0) return;
+  const FlatBuffer& last = *buckets.back().buffer;
+  const at::Tensor flags = last.values.narrow(0, last.grad_numel, static_cast<int64_t>(late_flags)).to(at::kDouble);
+  const double* flag = flags.data_ptr<double>();
+  for (std::size_t b = 0; b < late_flags; ++b) {
+    if (flag[b] == 0) continue;
+    FlatBuffer late;
+    late.values = at::zeros_like(buckets[b].buffer->values);
+    late.grad_numel = buckets[b].buffer->grad_numel;
+    for (std::size_t index : buckets[b].params) {
+      const ParamSlot& slot = params[index];
+      if (slot.late.defined()) late.values.narrow(0, slot.offset, slot.param.numel()).copy_(slot.late.reshape(-1));
+    }
+    reduce_in_place(*comm, late);
+    buckets[b].buffer->values.add_(late.values);
+    last_step.bytes_reduced += late.values.nbytes();
+    last_step.allreduce_seconds += late.seconds;
+  }
+}
+
+void GradientReducer::Impl::write_averages_to_grads() {
+  for (ParamSlot& slot : params) {
+    at::Tensor& grad = slot.param.mutable_grad();
+    if (!grad.defined()) grad = at::empty_like(slot.param, at::MemoryFormat::Contiguous);
+    grad.copy_(slot_view(slot));
+  }
+}
+
+void GradientReducer::Impl::reset_step() {
+  for (ParamSlot& slot : params) {
+    slot.fired = 0;
+    slot.late = at::Tensor();
+  }
+  for (BucketState& bucket : buckets) {
+    bucket.pending = bucket.params.size();
+    bucket.launched = false;
+  }
+  next_launch = 0;
+  step_active = false;
+}
+
+std::string GradientReducer::Impl::unused_warning() {
+  std::string names;
+  std::size_t count = 0;
+  for (std::size_t index : unused_indices) {
+    ParamSlot& slot = params[index];
+    if (slot.reported) continue;
+    slot.reported = true;
+    names += (count++ ? ", " : "") + slot.name;
+  }
+  if (count == 0) return "";
+  return fmt::format("gradient reducer: {} parameter(s) got no gradient on rank {} in this step and were averaged "
+                     "as their local .grad or zeros: {} (reported once per parameter; a parameter no rank ever "
+                     "uses still costs communication)\n", count, comm->rank(), names);
+}
+
+std::string GradientReducer::Impl::finalize() {
+  std::lock_guard<std::mutex> lock(mutex);
+  std::string warnings = std::move(pending_warnings);
+  pending_warnings.clear();
+  if (!sync) return warnings;
+  at::NoGradGuard no_grad;
+  const auto start = Clock::now();
+  last_step = ReducerStats{};
+  last_step.steps = 1;
+
+  complete_missing_parameters();
+  if (late_flags > 0) {
+    const FlatBuffer& last = *buckets.back().buffer;
+    at::Tensor flags = last.values.narrow(0, last.grad_numel, static_cast<int64_t>(late_flags));
+    for (std::size_t b = 0; b < late_flags; ++b) {
+      bool has_late = false;
+      for (std::size_t index : buckets[b].params) has_late = has_late || params[index].late.defined();
+      flags[static_cast<int64_t>(b)].fill_(has_late ? 1 : 0);
+    }
+  }
+  while (next_launch < buckets.size()) launch(next_launch++);
+  if (overlap && !buckets.empty()) comm_thread->wait(buckets.back().ticket);
+  for (const BucketState& bucket : buckets) {
+    last_step.bytes_reduced += bucket.buffer->values.nbytes();
+    last_step.allreduce_seconds += bucket.buffer->seconds;
+  }
+  reduce_late_gradients();
+  last_step.exposed_seconds = seconds_since(start);
+
+  write_averages_to_grads();
+  warnings += unused_warning();
+  reset_step();
+  total.steps += 1;
+  total.bytes_reduced += last_step.bytes_reduced;
+  total.allreduce_seconds += last_step.allreduce_seconds;
+  total.exposed_seconds += last_step.exposed_seconds;
+  return warnings;
+}
+
+GradientReducer::GradientReducer(dist::Comm& comm, NamedTensors named_parameters, ReducerOptions options)
+    : impl_(std::make_unique<Impl>(comm, std::move(named_parameters), options)) {}
+GradientReducer::~GradientReducer() = default;
+GradientReducer::GradientReducer(GradientReducer&&) noexcept = default;
+GradientReducer& GradientReducer::operator=(GradientReducer&&) noexcept = default;
+
+std::string GradientReducer::finalize() { return impl_->finalize(); }
+
+void GradientReducer::set_sync(bool sync) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  HPCTRAIN_CHECK(!impl_->step_active || sync, "GradientReducer::set_sync(false) called between a synced backward "
+                 "and its finalize(); change sync only before backward");
+  impl_->sync = sync;
+}
+
+bool GradientReducer::sync() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->sync;
+}
+
+bool GradientReducer::overlap() const { return impl_->overlap; }
+const std::vector<dist::Bucket>& GradientReducer::buckets() const { return impl_->assignment; }
+const std::vector<std::string>& GradientReducer::unused_parameters() const { return impl_->unused_last_step; }
+const ReducerStats& GradientReducer::last_step_stats() const { return impl_->last_step; }
+const ReducerStats& GradientReducer::total_stats() const { return impl_->total; }
+
+}  // namespace hpctrain::ddp

@@ -1,0 +1,52 @@
+#include "hpctrain/dist/comm.hpp"
+
+#include "hpctrain/core/error.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace hpctrain::dist {
+
+void Comm::broadcast_string(std::string& text, int root) {
+  uint64_t length = text.size();
+  broadcast(&length, sizeof(length), root);
+  text.resize(length);
+  if (length > 0) broadcast(text.data(), length, root);
+}
+
+std::vector<Chunk> split_into_chunks(std::size_t total, std::size_t max_chunk) {
+  HPCTRAIN_CHECK(max_chunk > 0, "split_into_chunks: max_chunk must be positive");
+  std::vector<Chunk> chunks;
+  chunks.reserve(total / max_chunk + 1);
+  for (std::size_t offset = 0; offset < total; offset += max_chunk) {
+    chunks.push_back({offset, std::min(max_chunk, total - offset)});
+  }
+  return chunks;
+}
+
+std::unique_ptr<Comm> Comm::duplicate() {
+  fail("this communicator (world_size {}) cannot be duplicated", world_size());
+}
+
+namespace {
+class SingleProcessComm final : public Comm {
+ public:
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  int local_rank() const override { return 0; }
+  int local_size() const override { return 1; }
+  void barrier() override {}
+  void allreduce(void*, std::size_t, DType, ReduceOp) override {}
+  void broadcast(void*, std::size_t, int) override {}
+  void allgather(const void* data, std::size_t bytes, void* out) override {
+    if (bytes > 0) std::memcpy(out, data, bytes);
+  }
+  [[noreturn]] void abort(int exit_code) override { std::_Exit(exit_code); }
+  std::unique_ptr<Comm> duplicate() override { return std::make_unique<SingleProcessComm>(); }
+};
+}  // namespace
+
+std::unique_ptr<Comm> make_single_process_comm() { return std::make_unique<SingleProcessComm>(); }
+
+}  // namespace hpctrain::dist

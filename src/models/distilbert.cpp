@@ -1,0 +1,145 @@
+// DistilBertForSequenceClassification (see distilbert.hpp).
+#include "hpctrain/models/distilbert.hpp"
+
+#include "hpctrain/core/error.hpp"
+#include "models/layers.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+namespace hpctrain::models {
+
+namespace {
+
+torch::nn::LayerNorm make_layer_norm(const io::DistilBertConfig& s) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.dim}).eps(io::DistilBertConfig::layer_norm_eps));
+}
+
+torch::nn::Linear make_linear(int64_t in, int64_t out) { return torch::nn::Linear(in, out); }
+
+}  // namespace
+
+DistilBertEmbeddings::DistilBertEmbeddings(const io::DistilBertConfig& s) : dropout_(s.dropout) {
+  torch::nn::EmbeddingOptions words(s.vocab_size, s.dim);
+  if (s.pad_token_id) words.padding_idx(*s.pad_token_id);
+  word_embeddings = register_module("word_embeddings", torch::nn::Embedding(words));
+  position_embeddings = register_module("position_embeddings", torch::nn::Embedding(s.max_position_embeddings, s.dim));
+  layer_norm = register_module("LayerNorm", make_layer_norm(s));
+}
+
+at::Tensor DistilBertEmbeddings::forward(const at::Tensor& input_ids) {
+  const int64_t length = input_ids.size(1);
+  const int64_t max_positions = position_embeddings->weight.size(0);
+  HPCTRAIN_CHECK(length <= max_positions,
+                 "DistilBERT: sequence length {} exceeds max_position_embeddings {}; truncate the input",
+                 length, max_positions);
+  const at::Tensor positions = at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
+  at::Tensor x = word_embeddings->forward(input_ids) + position_embeddings->forward(positions);
+  x = layer_norm->forward(x);
+  return is_training() ? at::dropout(x, dropout_, true) : x;
+}
+
+DistilBertAttention::DistilBertAttention(const io::DistilBertConfig& s)
+    : heads_(s.n_heads), dropout_(s.attention_dropout) {
+  q_lin = register_module("q_lin", make_linear(s.dim, s.dim));
+  k_lin = register_module("k_lin", make_linear(s.dim, s.dim));
+  v_lin = register_module("v_lin", make_linear(s.dim, s.dim));
+  out_lin = register_module("out_lin", make_linear(s.dim, s.dim));
+}
+
+at::Tensor DistilBertAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
+  const at::Tensor context = detail::self_attention(q_lin->forward(hidden), k_lin->forward(hidden),
+                                                    v_lin->forward(hidden), key_mask, heads_, dropout_, is_training());
+  return out_lin->forward(context);
+}
+
+DistilBertFFN::DistilBertFFN(const io::DistilBertConfig& s)
+    : activation_(s.activation_fn()), dropout_(s.dropout) {
+  lin1 = register_module("lin1", make_linear(s.dim, s.hidden_dim));
+  lin2 = register_module("lin2", make_linear(s.hidden_dim, s.dim));
+}
+
+at::Tensor DistilBertFFN::forward(const at::Tensor& hidden) {
+  at::Tensor x = lin2->forward(detail::activate(lin1->forward(hidden), activation_));
+  return is_training() ? at::dropout(x, dropout_, true) : x;
+}
+
+DistilBertLayer::DistilBertLayer(const io::DistilBertConfig& s) {
+  attention = register_module("attention", std::make_shared<DistilBertAttention>(s));
+  sa_layer_norm = register_module("sa_layer_norm", make_layer_norm(s));
+  ffn = register_module("ffn", std::make_shared<DistilBertFFN>(s));
+  output_layer_norm = register_module("output_layer_norm", make_layer_norm(s));
+}
+
+at::Tensor DistilBertLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
+  const at::Tensor attended = sa_layer_norm->forward(attention->forward(hidden, key_mask) + hidden);
+  return output_layer_norm->forward(ffn->forward(attended) + attended);
+}
+
+DistilBertModel::DistilBertModel(const io::DistilBertConfig& s) {
+  embeddings = register_module("embeddings", std::make_shared<DistilBertEmbeddings>(s));
+  // transformers' Transformer module only holds the ModuleList "layer".
+  auto transformer = register_module("transformer", std::make_shared<torch::nn::Module>("Transformer"));
+  torch::nn::ModuleList layer_list;
+  for (int64_t i = 0; i < s.n_layers; ++i) {
+    layers.push_back(std::make_shared<DistilBertLayer>(s));
+    layer_list->push_back(layers.back());
+  }
+  transformer->register_module("layer", layer_list);
+}
+
+DistilBertForSequenceClassification::DistilBertForSequenceClassification(io::HfConfig config)
+    : SequenceClassifier("DistilBertForSequenceClassification", std::move(config)),
+      settings_(this->config().distilbert()) {
+  const io::DistilBertConfig& s = settings_;
+  HPCTRAIN_CHECK(s.n_heads > 0 && s.dim % s.n_heads == 0,
+                 "DistilBERT config: n_heads {} must divide dim {} evenly", s.n_heads, s.dim);
+  distilbert = register_module("distilbert", std::make_shared<DistilBertModel>(s));
+  pre_classifier = register_module("pre_classifier", make_linear(s.dim, s.dim));
+  classifier = register_module("classifier", make_linear(s.dim, num_labels()));
+  init_weights();
+}
+
+void DistilBertForSequenceClassification::init_weights() {
+  detail::init_like_transformers(*this, settings_.initializer_range);
+  if (settings_.sinusoidal_pos_embds) {
+    // A fixed table, not a trained parameter (transformers sets requires_grad = False on it).
+    at::Tensor& weight = distilbert->embeddings->position_embeddings->weight;
+    at::NoGradGuard no_grad;
+    weight.copy_(detail::sinusoidal_table(settings_.max_position_embeddings, settings_.dim));
+    weight.set_requires_grad(false);
+  }
+}
+
+ModelOutput DistilBertForSequenceClassification::forward(const ModelInputs& inputs) {
+  HPCTRAIN_CHECK(inputs.input_ids.defined() && inputs.input_ids.dim() == 2,
+                 "DistilBERT: input_ids must be an int64 tensor [batch, sequence]");
+  at::Tensor hidden = distilbert->embeddings->forward(inputs.input_ids);
+  for (const auto& layer : distilbert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
+  at::Tensor pooled = at::relu(pre_classifier->forward(hidden.select(1, 0)));
+  if (is_training()) pooled = at::dropout(pooled, settings_.seq_classif_dropout, true);
+  ModelOutput out;
+  out.logits = classifier->forward(pooled);
+  if (inputs.labels.defined()) out.loss = classification_loss(out.logits, inputs.labels, config().common.problem_type);
+  return out;
+}
+
+const ModelSpec& DistilBertForSequenceClassification::spec() const {
+  // Note [Base checkpoints]: DistilBertForMaskedLM carries vocab_transform/vocab_layer_norm/
+  // vocab_projector; older exports carry the position_ids buffer.
+  static const ModelSpec spec{"distilbert",
+                              "DistilBertForSequenceClassification",
+                              "distilbert",
+                              {"pre_classifier", "classifier"},
+                              {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."},
+                              {"embeddings.position_ids"}};
+  return spec;
+}
+
+std::vector<TransformerLayer*> DistilBertForSequenceClassification::transformer_layers() {
+  std::vector<TransformerLayer*> out;
+  for (const auto& layer : distilbert->layers) out.push_back(layer.get());
+  return out;
+}
+
+}  // namespace hpctrain::models

@@ -1,0 +1,135 @@
+// Shared building blocks (layers.hpp) and the loss every classifier uses (model.hpp).
+#include "models/layers.hpp"
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/models/model.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+
+#include <cmath>
+#include <limits>
+
+namespace hpctrain::models {
+
+namespace {
+
+bool is_integral(const at::Tensor& t) { return !at::isFloatingType(t.scalar_type()) && !t.is_complex(); }
+
+}  // namespace
+
+// As transformers' *ForSequenceClassification.forward (the problem type is decided per call and not
+// stored back, so one model can be called with both kinds of labels in tests).
+at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels, io::ProblemType problem_type) {
+  using io::ProblemType;
+  const int64_t num_labels = logits.size(-1);
+  if (problem_type == ProblemType::unset) {
+    if (num_labels == 1) problem_type = ProblemType::regression;
+    else if (is_integral(labels)) problem_type = ProblemType::single_label_classification;
+    else problem_type = ProblemType::multi_label_classification;
+  }
+  switch (problem_type) {
+    case ProblemType::regression: {
+      const at::Tensor target = labels.to(logits.scalar_type());
+      if (num_labels == 1) return at::mse_loss(logits.squeeze(), target.squeeze());
+      return at::mse_loss(logits, target);
+    }
+    case ProblemType::single_label_classification:
+      HPCTRAIN_CHECK(is_integral(labels),
+                     "single_label_classification needs integer class labels [B], got {} labels",
+                     std::string(c10::toString(labels.scalar_type())));
+      return at::cross_entropy_loss(logits.view({-1, num_labels}), labels.view({-1}));
+    case ProblemType::multi_label_classification:
+      HPCTRAIN_CHECK(labels.sizes() == logits.sizes(),
+                     "multi_label_classification needs labels shaped like the logits [B, {}], got {}",
+                     num_labels, c10::str(labels.sizes()));
+      return at::binary_cross_entropy_with_logits(logits, labels.to(logits.scalar_type()));
+    case ProblemType::unset: break;
+  }
+  fail("unreachable problem type");
+}
+
+namespace detail {
+
+namespace {
+
+// torch.finfo(dtype).min for the floating dtypes activations can have.
+double lowest_value(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return std::numeric_limits<float>::lowest();
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    case at::kHalf: return -65504.0;
+    case at::kBFloat16: return -3.3895313892515355e38;
+    default: fail("attention: activations must be floating point, got {}", std::string(c10::toString(dtype)));
+  }
+}
+
+}  // namespace
+
+at::Tensor activate(const at::Tensor& x, io::Activation activation) {
+  switch (activation) {
+    case io::Activation::gelu: return at::gelu(x);  // approximate="none": x * Phi(x) with erf, as HF "gelu"
+    case io::Activation::gelu_tanh: return at::gelu(x, "tanh");
+    case io::Activation::relu: return at::relu(x);
+  }
+  return x;
+}
+
+at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                          int64_t heads, double dropout, bool training) {
+  const int64_t batch = q.size(0);
+  const int64_t length = q.size(1);
+  const int64_t head_dim = q.size(2) / heads;
+  auto split_heads = [&](const at::Tensor& x) { return x.view({batch, length, heads, head_dim}).transpose(1, 2); };
+
+  // Scaling q ([B, H, L, d]) rather than the scores ([B, H, L, L]) avoids a second L x L tensor.
+  at::Tensor scores = at::matmul(split_heads(q).div(std::sqrt(static_cast<double>(head_dim))),
+                                 split_heads(k).transpose(-1, -2));
+  if (key_mask.defined()) {
+    HPCTRAIN_CHECK(key_mask.dim() == 2 && key_mask.size(0) == batch && key_mask.size(1) == length,
+                   "attention_mask: expected shape [{}, {}] (batch, sequence), got {}", batch, length,
+                   c10::str(key_mask.sizes()));
+    const at::Tensor keep = key_mask.to(scores.scalar_type());
+    const at::Tensor bias = keep.neg().add_(1).mul_(lowest_value(scores.scalar_type()));
+    scores.add_(bias.view({batch, 1, 1, length}));  // matmul's backward does not need its output
+  }
+  at::Tensor probs = at::softmax(scores, -1);
+  scores.reset();
+  if (training && dropout > 0) probs = at::dropout(probs, dropout, true);
+  const at::Tensor context = at::matmul(probs, split_heads(v));  // [B, H, L, d]
+  return context.transpose(1, 2).reshape({batch, length, heads * head_dim});
+}
+
+void init_like_transformers(torch::nn::Module& root, double std) {
+  at::NoGradGuard no_grad;
+  for (const auto& module : root.modules(/*include_self=*/true)) {
+    if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
+      linear->weight.normal_(0.0, std);
+      if (linear->bias.defined()) linear->bias.zero_();
+    } else if (auto* embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module.get())) {
+      embedding->weight.normal_(0.0, std);
+      if (const auto& padding = embedding->options.padding_idx()) embedding->weight[*padding].zero_();
+    } else if (auto* norm = dynamic_cast<torch::nn::LayerNormImpl*>(module.get())) {
+      norm->weight.fill_(1.0);
+      norm->bias.zero_();
+    }
+  }
+}
+
+at::Tensor sinusoidal_table(int64_t n_pos, int64_t dim) {
+  at::Tensor table = at::empty({n_pos, dim}, at::kFloat);
+  float* out = table.data_ptr<float>();
+  for (int64_t pos = 0; pos < n_pos; ++pos) {
+    for (int64_t j = 0; j < dim; ++j) {
+      const double angle = static_cast<double>(pos) /
+                           std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / static_cast<double>(dim));
+      out[pos * dim + j] = static_cast<float>(j % 2 == 0 ? std::sin(angle) : std::cos(angle));
+    }
+  }
+  return table;
+}
+
+}  // namespace detail
+}  // namespace hpctrain::models

@@ -1,0 +1,96 @@
+// hpctrain: data-parallel training of Hugging Face models over MPI. main() is a list of steps:
+// pick the subcommand, run it, and turn any error into one clear message and a non-zero exit.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/dist/comm.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(hpctrain — data-parallel training of Hugging Face models over MPI
+
+usage: hpctrain <command> [options]      (hpctrain <command> --help for its options)
+
+commands:
+  prep text     tokenize a CSV/TSV/JSONL text-classification dataset into one HDF5 file
+  prep images   convert MNIST-style IDX images into one HDF5 file
+  inspect       summarize a dataset file (.h5) or a Hugging Face model folder
+  train         data-parallel training with checkpoints and resume                 (mpirun -np N ok)
+  eval          loss, accuracy, macro-F1 and confusion matrix of a model on a split   (mpirun -np N ok)
+  predict       per-example predictions of a model on a split, as JSONL              (mpirun -np N ok)
+  version       print the version
+)";
+
+std::string join_command_line(int argc, char** argv) {
+  std::string line = "hpctrain";
+  for (int i = 1; i < argc; ++i) line += std::string(" ") + argv[i];
+  return line;
+}
+
+bool is_distributed(const std::string& command) {
+  return command == "eval" || command == "predict" || command == "train";
+}
+
+// Distributed commands run on every rank of the MPI job.
+// Note [Errors end the job]: library code throws; an exception on any rank is reported here with the
+// rank, and MPI_Abort ends every rank of the job, so no rank waits forever in a collective.
+int run_distributed(int argc, char** argv, const std::vector<std::string>& words) {
+  hpctrain::dist::MpiRuntime runtime(&argc, &argv);
+  hpctrain::dist::Comm& comm = runtime.world();
+  hpctrain::log::Context context;
+  context.rank = comm.rank();
+  context.world_size = comm.world_size();
+  hpctrain::log::set_context(context);
+  const hpctrain::cli::Args rest(words.begin() + 1, words.end());
+  try {
+    if (words[0] == "eval") return hpctrain::cli::eval_command(rest, comm);
+    if (words[0] == "train") return hpctrain::cli::train_command(rest, comm);
+    return hpctrain::cli::predict_command(rest, comm);
+  } catch (const std::exception& e) {
+    hpctrain::log::error("{}", e.what());
+    if (comm.world_size() > 1) comm.abort(1);
+    return 1;
+  }
+}
+
+int dispatch(const std::vector<std::string>& words, const std::string& command_line) {
+  using namespace hpctrain::cli;
+  if (words.empty() || words[0] == "help" || words[0] == "--help" || words[0] == "-h") {
+    std::fputs(kUsage, words.empty() ? stderr : stdout);
+    return words.empty() ? 2 : 0;
+  }
+  const std::string& command = words[0];
+  const Args rest(words.begin() + 1, words.end());
+  if (command == "version" || command == "--version") {
+    std::printf("hpctrain %s\n", HPCTRAIN_VERSION);
+    return 0;
+  }
+  if (command == "prep") {
+    const std::string kind = rest.empty() ? "" : rest[0];
+    const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());
+    if (kind == "text") return prep_text_command(options, command_line);
+    if (kind == "images") return prep_images_command(options, command_line);
+    hpctrain::fail("'hpctrain prep' needs a kind: text or images (got '{}')", kind);
+  }
+  if (command == "inspect") return inspect_command(rest);
+  hpctrain::fail("unknown command '{}'\n{}", command, kUsage);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  if (!words.empty() && is_distributed(words[0])) return run_distributed(argc, argv, words);
+  try {
+    return dispatch(words, join_command_line(argc, argv));
+  } catch (const std::exception& e) {
+    // Single-process commands: report once and exit non-zero (see Note [Errors end the job]).
+    hpctrain::log::error("{}", e.what());
+    return 1;
+  }
+}

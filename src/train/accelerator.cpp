@@ -1,0 +1,262 @@
+// The Accelerator (accelerator.hpp): device and threads, prepare, backward, accumulation, clipping,
+// metric gathering and rank-0 checkpoints.
+#include "hpctrain/train/accelerator.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/random.hpp"
+#include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/weights.hpp"
+#include "hpctrain/train/checkpoint.hpp"
+#include "hpctrain/train/device.hpp"
+#include "hpctrain/train/threads.hpp"
+
+namespace hpctrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t mib_to_bytes(double mib) { return static_cast<int64_t>(mib * 1024.0 * 1024.0); }
+
+// Parameters and buffers by name (buffers after parameters), as prepare_model checks and broadcasts them.
+ddp::NamedTensors parameters_and_buffers(torch::nn::Module& model) {
+  ddp::NamedTensors named;
+  for (const auto& item : model.named_parameters()) named.emplace_back(item.key(), item.value());
+  for (const auto& item : model.named_buffers()) named.emplace_back("buffer:" + item.key(), item.value());
+  return named;
+}
+
+TensorMap model_tensors(const torch::nn::Module& model) {
+  TensorMap out;
+  for (const auto& [name, tensor] : models::state_dict(model)) out.emplace(name, tensor);
+  return out;
+}
+
+// Rank 0 reads tensors (`read`), every rank receives them; a read error is thrown on every rank.
+TensorMap read_on_root(dist::Comm& comm, const std::function<TensorMap()>& read) {
+  TensorMap tensors;
+  std::string error;
+  if (comm.is_main_process()) {
+    try {
+      tensors = read();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  comm.broadcast_string(error, 0);
+  HPCTRAIN_CHECK(error.empty(), "{}", error);
+  return broadcast_tensors(comm, tensors, 0);
+}
+
+}  // namespace
+
+Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(comm), options_(std::move(options)) {
+  log::Context context = log::context();
+  context.rank = comm_.rank();
+  context.world_size = comm_.world_size();
+  context.all_ranks = options_.log_all_ranks;
+  log::set_context(context);
+  HPCTRAIN_CHECK(options_.gradient_accumulation_steps >= 1, "gradient_accumulation_steps {}: expected >= 1",
+                 options_.gradient_accumulation_steps);
+  threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
+  set_threads(threads_);
+  device_ = select_device(options_.device, comm_.local_rank());
+}
+
+Accelerator::~Accelerator() = default;
+
+void Accelerator::prepare_model(torch::nn::Module& model) {
+  HPCTRAIN_CHECK(model_ == nullptr, "Accelerator::prepare_model: a model is already prepared (one per Accelerator)");
+  model.to(device_);
+  const ddp::NamedTensors named = parameters_and_buffers(model);
+  ddp::check_same_structure(comm_, named);
+  std::vector<at::Tensor> tensors;
+  for (const auto& [name, tensor] : named) tensors.push_back(tensor);
+  ddp::broadcast_parameters(comm_, tensors, 0);
+  ddp::NamedTensors trainable;
+  for (const auto& item : model.named_parameters()) {
+    if (!item.value().requires_grad()) continue;
+    trainable.emplace_back(item.key(), item.value());
+    trainable_.push_back(item.value());
+  }
+  ddp::ReducerOptions reducer_options;
+  reducer_options.first_bucket_bytes = mib_to_bytes(options_.first_bucket_mb);
+  reducer_options.bucket_bytes = mib_to_bytes(options_.bucket_mb);
+  reducer_options.overlap = options_.overlap;
+  reducer_ = std::make_unique<ddp::GradientReducer>(comm_, std::move(trainable), reducer_options);
+  model_ = &model;
+}
+
+std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& file, loader::LoaderOptions options) {
+  options.rank = comm_.rank();
+  options.world_size = comm_.world_size();
+  std::unique_ptr<loader::ShardLoader> loader;
+  std::string error;
+  try {
+    loader = std::make_unique<loader::ShardLoader>(file, options);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // Agree before anyone reads: the first failing rank's message reaches every rank.
+  const auto failed = comm_.allgather_value<int32_t>(error.empty() ? 0 : 1);
+  for (int r = 0; r < comm_.world_size(); ++r) {
+    if (failed[static_cast<std::size_t>(r)] == 0) continue;
+    comm_.broadcast_string(error, r);
+    fail("rank {} cannot read split '{}' of '{}': {}", r, options.split, file.string(), error);
+  }
+  return loader;
+}
+
+std::unique_ptr<loader::ShardLoader> Accelerator::prepare(torch::nn::Module& model, AdamW& optimizer, const fs::path& file,
+                                                          loader::LoaderOptions options) {
+  if (model_ == nullptr) prepare_model(model);
+  HPCTRAIN_CHECK(model_ == &model, "Accelerator::prepare: another model was prepared before");
+  for (const auto& [name, state] : optimizer.state_dict()) {
+    HPCTRAIN_CHECK(name == "step" || state.device() == device_,
+                   "Accelerator::prepare: the optimizer's state '{}' is on {}, the model on {}\n  hint: build AdamW "
+                   "after prepare_model(model) (or after model.to(accelerator.device()))", name, state.device().str(),
+                   device_.str());
+  }
+  register_optimizer(optimizer);
+  return prepare_data(file, std::move(options));
+}
+
+void Accelerator::backward(const at::Tensor& loss) {
+  loss.backward();
+  if (reducer_ && reducer_->sync()) log_warnings(reducer_->finalize());
+}
+
+bool Accelerator::accumulate(bool end_of_step) {
+  ++micro_batches_;
+  const bool sync = end_of_step || micro_batches_ >= options_.gradient_accumulation_steps;
+  if (sync) micro_batches_ = 0;
+  set_gradient_sync(sync);
+  return sync;
+}
+
+bool Accelerator::sync_gradients() const { return sync_; }
+
+ddp::NoSyncScope Accelerator::no_sync() { return ddp::NoSyncScope(reducer()); }
+
+void Accelerator::set_gradient_sync(bool sync) {
+  sync_ = sync;
+  reducer().set_sync(sync);
+}
+
+double Accelerator::clip_grad_norm(double max_norm) {
+  at::NoGradGuard no_grad;
+  std::vector<at::Tensor> norms;
+  for (const at::Tensor& param : trainable_) {
+    if (param.grad().defined()) norms.push_back(param.grad().detach().to(at::kFloat).norm(2));
+  }
+  if (norms.empty()) return 0.0;
+  const double total = at::stack(norms).norm(2).item<double>();
+  // torch.nn.utils.clip_grad_norm_: scale by max_norm / (total + 1e-6) when that is below 1.
+  const double coefficient = max_norm / (total + 1e-6);
+  if (max_norm > 0 && coefficient < 1.0) {
+    for (const at::Tensor& param : trainable_) {
+      if (param.grad().defined()) param.grad().mul_(coefficient);
+    }
+  }
+  return total;
+}
+
+void Accelerator::zero_grad() {
+  for (at::Tensor& param : trainable_) param.mutable_grad() = at::Tensor();
+}
+
+at::Tensor Accelerator::gather_for_metrics(const at::Tensor& values, const at::Tensor& is_padding) {
+  HPCTRAIN_CHECK(values.dim() >= 1 && is_padding.dim() == 1 && is_padding.size(0) == values.size(0),
+                 "gather_for_metrics: values [n, ...] and is_padding [n] must agree (got {} and {})",
+                 fmt::join(values.sizes(), "x"), fmt::join(is_padding.sizes(), "x"));
+  const at::Tensor kept = values.index({is_padding.to(at::kCPU).to(at::kBool).logical_not().to(values.device())})
+                              .to(at::kCPU).contiguous();
+  const auto rows = comm_.allgather_value<int64_t>(kept.size(0));
+  const int64_t longest = *std::max_element(rows.begin(), rows.end());
+  std::vector<int64_t> row_shape = values.sizes().vec();
+  row_shape[0] = longest;
+  at::Tensor padded = at::zeros(row_shape, kept.options());
+  if (kept.size(0) > 0) padded.narrow(0, 0, kept.size(0)).copy_(kept);
+  row_shape[0] = longest * comm_.world_size();
+  at::Tensor all = at::empty(row_shape, kept.options());
+  comm_.allgather(padded.data_ptr(), padded.nbytes(), all.data_ptr());
+  std::vector<at::Tensor> pieces;
+  for (int r = 0; r < comm_.world_size(); ++r) pieces.push_back(all.narrow(0, r * longest, rows[static_cast<std::size_t>(r)]));
+  return at::cat(pieces, 0);
+}
+
+void Accelerator::seed_step(int64_t step, int64_t micro_batch) {
+  // Note [Dropout seeds]: a pure function of (seed, step, micro-batch, rank); nothing else reseeds or
+  // depends on LibTorch's generator during training, so a resumed run draws the same masks.
+  const uint64_t per_step = derive_seed(options_.seed, static_cast<uint64_t>(step), static_cast<uint64_t>(micro_batch));
+  torch::manual_seed(derive_seed(per_step, static_cast<uint64_t>(comm_.rank()), 0x5eedull));
+}
+
+void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_state) {
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::save_state: no model prepared");
+  std::string error;
+  if (comm_.is_main_process()) {
+    try {
+      write_folder_atomically(dir, [&](const fs::path& tmp) {
+        if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
+          models::save_pretrained(*classifier, tmp, tokenizer_files_);
+        else
+          save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
+        if (optimizer_ != nullptr) save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());
+        if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
+      });
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  comm_.broadcast_string(error, 0);  // every rank learns the outcome: no rank runs ahead of a failed save
+  HPCTRAIN_CHECK(error.empty(), "saving '{}' on rank 0 failed: {}", dir.string(), error);
+}
+
+nlohmann::json Accelerator::load_state(const fs::path& dir) {
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::load_state: no model prepared");
+  std::string state_text;
+  if (comm_.is_main_process() && fs::is_regular_file(dir / kTrainerStateName)) state_text = read_text(dir / kTrainerStateName);
+  comm_.broadcast_string(state_text, 0);
+  const bool classifier = dynamic_cast<const models::SequenceClassifier*>(model_) != nullptr;
+  const TensorMap weights = read_on_root(comm_, [&] {
+    if (!classifier) return load_tensor_file(dir / kModelWeightsName);
+    const models::StateDict stored = models::read_weights(dir);  // model.safetensors or its shards
+    return TensorMap(stored.begin(), stored.end());
+  });
+  copy_tensors_strict(weights, model_tensors(*model_), fmt::format("model weights in '{}'", dir.string()));
+  if (optimizer_ != nullptr) {
+    const TensorMap state = read_on_root(comm_, [&] { return load_tensor_file(dir / kOptimizerName); });
+    optimizer_->load_state_dict(std::map<std::string, at::Tensor>(state.begin(), state.end()));
+  }
+  return state_text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(state_text);
+}
+
+void Accelerator::print_line(const std::string& line) { log::write_info(line); }
+
+ddp::GradientReducer& Accelerator::reducer() {
+  HPCTRAIN_CHECK(reducer_ != nullptr, "Accelerator: prepare_model() first");
+  return *reducer_;
+}
+
+torch::nn::Module& Accelerator::model() {
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator: prepare_model() first");
+  return *model_;
+}
+
+void Accelerator::log_warnings(const std::string& warnings) {
+  std::istringstream lines(warnings);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && logged_warnings_.insert(line).second) log::warning("{}", line);
+  }
+}
+
+}  // namespace hpctrain::train

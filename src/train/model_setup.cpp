@@ -1,0 +1,158 @@
+// build_model and the presets (model_setup.hpp).
+#include "model_setup.hpp"
+
+#include <fmt/format.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/registry.hpp"
+#include "hpctrain/models/weights.hpp"
+#include "hpctrain/tokenize/vocab.hpp"
+
+namespace hpctrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kPresetPrefix = "preset:";
+// Files transformers' AutoTokenizer reads from a BERT-style folder.
+constexpr const char* kTokenizerFileNames[] = {"vocab.txt", "tokenizer_config.json", "tokenizer.json",
+                                                "special_tokens_map.json"};
+
+bool is_text(const data::DatasetReader& dataset) { return dataset.task() == data::Task::text_classification; }
+
+int64_t square_image_size(const data::DatasetReader& dataset, const std::string& preset) {
+  HPCTRAIN_CHECK(!is_text(dataset), "preset '{}' is an image model, but '{}' is a text dataset", preset,
+                 dataset.path().string());
+  const data::SplitInfo info = dataset.split_info("train");
+  HPCTRAIN_CHECK(info.height == info.width, "preset '{}' needs square images, '{}' has {}x{}", preset,
+                 dataset.path().string(), info.height, info.width);
+  return info.height;
+}
+
+io::HfConfig load_config(const TrainOptions& options, const data::DatasetReader& dataset) {
+  if (!options.model_dir.empty()) return io::HfConfig::load(options.model_dir);
+  if (options.model_config.rfind(kPresetPrefix, 0) == 0)
+    return preset_config(options.model_config.substr(std::string(kPresetPrefix).size()), dataset);
+  return io::HfConfig::load(options.model_config);
+}
+
+// The dataset's token ids must be valid rows of the model's embedding.
+void check_fits_dataset(const io::HfConfig& config, const data::DatasetReader& dataset, const std::string& source) {
+  if (!is_text(dataset)) return;
+  int64_t vocab = 0;
+  if (config.model_type() == "distilbert") vocab = config.distilbert().vocab_size;
+  else if (config.model_type() == "bert") vocab = config.bert().vocab_size;
+  else fail("{}: model_type '{}' is not a text model, but '{}' is a text dataset", source, config.model_type(),
+            dataset.path().string());
+  HPCTRAIN_CHECK(dataset.vocab_size() <= vocab, "{}: vocab_size {} is smaller than the dataset's tokenizer ({} tokens): "
+                 "token ids would fall outside the embedding\n  hint: prepare the data with this model's tokenizer",
+                 source, vocab, dataset.vocab_size());
+}
+
+// Labels come from the dataset; returns true when the head changes size.
+bool set_dataset_labels(io::HfConfig& config, const data::DatasetReader& dataset, ModelSetup& setup) {
+  const std::vector<std::string>& names = dataset.label_names();
+  if (config.common.id2label == names) return false;
+  const bool resized = config.common.num_labels() != static_cast<int64_t>(names.size());
+  setup.notes.push_back(fmt::format("labels from the dataset: {} ({} had {})", fmt::join(names, ", "),
+                                    resized ? "the classification head is re-initialized; the config" : "the config",
+                                    fmt::join(config.common.id2label, ", ")));
+  config.common.set_labels(names);
+  return resized;
+}
+
+// Drops the checkpoint's head modules whose shapes no longer fit (another number of labels), so that
+// load_state_dict initializes them as for a base checkpoint (Note [Base checkpoints]).
+void drop_resized_head(const models::SequenceClassifier& model, models::StateDict& weights) {
+  const models::StateDict own = models::state_dict(model);
+  for (const std::string& module : model.spec().head_modules) {
+    const std::string prefix = module + ".";
+    bool mismatch = false;
+    for (const auto& [name, tensor] : weights) {
+      const auto it = own.find(name);
+      if (name.rfind(prefix, 0) == 0 && it != own.end() && it->second.sizes() != tensor.sizes()) mismatch = true;
+    }
+    if (!mismatch) continue;
+    for (auto it = weights.begin(); it != weights.end();) it = it->first.rfind(prefix, 0) == 0 ? weights.erase(it) : ++it;
+  }
+}
+
+void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader& dataset, ModelSetup& setup) {
+  const fs::path dir = !options.tokenizer.empty() ? options.tokenizer : options.model_dir;
+  if (!dir.empty()) {
+    for (const char* name : kTokenizerFileNames)
+      if (fs::is_regular_file(dir / name)) setup.tokenizer_files.push_back(dir / name);
+  }
+  if (!is_text(dataset)) return;
+  if (setup.tokenizer_files.empty()) {
+    setup.notes.push_back("no tokenizer files (give --tokenizer DIR, the folder the data was prepared with): checkpoints "
+                          "and final/ will load as models but not with AutoTokenizer");
+    return;
+  }
+  if (!fs::is_regular_file(dir / "vocab.txt") || !dataset.tokenizer().contains("vocab_sha256")) return;
+  const std::string expected = dataset.tokenizer()["vocab_sha256"].get<std::string>();
+  HPCTRAIN_CHECK(tokenize::Vocab::from_file(dir / "vocab.txt").sha256() == expected,
+                 "'{}' is not the vocabulary '{}' was prepared with (vocab_sha256 differs): the saved model would "
+                 "pair these weights with the wrong tokenizer\n  hint: pass --tokenizer with the folder used by "
+                 "`hpctrain prep`", (dir / "vocab.txt").string(), dataset.path().string());
+}
+
+}  // namespace
+
+std::vector<std::string> model_presets() { return {"tiny-distilbert", "tiny-bert", "cnn", "mlp"}; }
+
+io::HfConfig preset_config(const std::string& name, const data::DatasetReader& dataset) {
+  if (name == "tiny-distilbert" || name == "tiny-bert")
+    HPCTRAIN_CHECK(is_text(dataset), "preset '{}' is a text model, but '{}' is an image dataset", name, dataset.path().string());
+  if (name == "tiny-distilbert") {
+    io::DistilBertConfig c;
+    c.vocab_size = dataset.vocab_size();
+    c.max_position_embeddings = 512;
+    c.n_layers = 2, c.n_heads = 2, c.dim = 128, c.hidden_dim = 256;
+    return io::HfConfig(c);
+  }
+  if (name == "tiny-bert") {
+    io::BertConfig c;
+    c.vocab_size = dataset.vocab_size();
+    c.num_hidden_layers = 2, c.num_attention_heads = 2, c.hidden_size = 128, c.intermediate_size = 256;
+    return io::HfConfig(c);
+  }
+  if (name == "cnn" || name == "mlp") {
+    const int64_t size = square_image_size(dataset, name);
+    const int64_t channels = dataset.split_info("train").channels;
+    if (name == "cnn") {
+      io::CnnConfig c;
+      c.in_channels = channels, c.image_size = size;
+      return io::HfConfig(c);
+    }
+    io::MlpConfig c;
+    c.in_channels = channels, c.image_size = size;
+    return io::HfConfig(c);
+  }
+  fail("--model-config preset:{}: unknown preset; known: {}", name, fmt::join(model_presets(), ", "));
+}
+
+ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset) {
+  ModelSetup setup;
+  const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
+  io::HfConfig config = load_config(options, dataset);
+  check_fits_dataset(config, dataset, source);
+  const bool resized = set_dataset_labels(config, dataset, setup);
+  torch::manual_seed(options.seed);
+  setup.model = models::from_config(config);
+  if (!options.model_dir.empty()) {
+    models::StateDict weights = models::read_weights(options.model_dir);
+    if (resized) drop_resized_head(*setup.model, weights);
+    const models::LoadReport report = models::load_state_dict(*setup.model, weights, options.model_dir.string());
+    const std::string summary = report.summary();
+    if (!summary.empty()) setup.notes.push_back(summary);
+  }
+  find_tokenizer_files(options, dataset, setup);
+  return setup;
+}
+
+}  // namespace hpctrain::train

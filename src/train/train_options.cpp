@@ -1,0 +1,93 @@
+// validate_train_options (train_options.hpp): every check names the flag, the value and what is allowed.
+#include "hpctrain/train/train_options.hpp"
+
+#include <cmath>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/train/schedule.hpp"
+
+namespace hpctrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+void check_positive(int64_t value, const char* flag) {
+  HPCTRAIN_CHECK(value >= 1, "{} {}: expected an integer >= 1", flag, value);
+}
+void check_not_negative(int64_t value, const char* flag, const char* zero_means) {
+  HPCTRAIN_CHECK(value >= 0, "{} {}: expected an integer >= 0 (0 = {})", flag, value, zero_means);
+}
+void check_finite(double value, const char* flag) {
+  HPCTRAIN_CHECK(std::isfinite(value), "{} {}: expected a finite number", flag, value);
+}
+
+void check_model_choice(const TrainOptions& o) {
+  HPCTRAIN_CHECK(o.model_dir.empty() != o.model_config.empty(),
+                 "give exactly one of --model DIR (a Hugging Face folder) and --model-config FILE|preset:NAME "
+                 "(got {})", o.model_dir.empty() ? "neither" : "both");
+  if (!o.model_dir.empty())
+    HPCTRAIN_CHECK(fs::is_directory(o.model_dir), "--model '{}': not a folder (expected a Hugging Face model folder "
+                   "with config.json and model.safetensors)", o.model_dir.string());
+  const bool preset = o.model_config.rfind("preset:", 0) == 0;
+  if (!o.model_config.empty() && !preset)
+    HPCTRAIN_CHECK(fs::is_regular_file(o.model_config), "--model-config '{}': no such file (expected a config.json "
+                   "or preset:NAME)", o.model_config);
+  if (!o.tokenizer.empty())
+    HPCTRAIN_CHECK(fs::is_regular_file(o.tokenizer / "vocab.txt") || fs::is_regular_file(o.tokenizer / "tokenizer.json"),
+                   "--tokenizer '{}': expected a folder with vocab.txt or tokenizer.json", o.tokenizer.string());
+}
+
+void check_optimization(const TrainOptions& o) {
+  HPCTRAIN_CHECK(o.max_steps > 0 || o.epochs >= 1, "--epochs {}: expected >= 1 (or give --max-steps)", o.epochs);
+  HPCTRAIN_CHECK(o.max_steps == -1 || o.max_steps > 0, "--max-steps {}: expected > 0 (or -1: use --epochs)", o.max_steps);
+  check_positive(o.batch_size, "--batch-size");
+  check_not_negative(o.eval_batch_size, "--eval-batch-size", "same as --batch-size");
+  check_positive(o.gradient_accumulation_steps, "--gradient-accumulation-steps");
+  check_finite(o.lr, "--lr");
+  HPCTRAIN_CHECK(o.lr >= 0, "--lr {}: expected >= 0", o.lr);
+  check_finite(o.weight_decay, "--weight-decay");
+  HPCTRAIN_CHECK(o.weight_decay >= 0, "--weight-decay {}: expected >= 0", o.weight_decay);
+  HPCTRAIN_CHECK(o.warmup_ratio >= 0 && o.warmup_ratio < 1, "--warmup-ratio {}: expected 0 <= ratio < 1", o.warmup_ratio);
+  check_not_negative(o.warmup_steps, "--warmup-steps", "use --warmup-ratio");
+  HPCTRAIN_CHECK(!(o.warmup_steps > 0 && o.warmup_ratio > 0), "give --warmup-steps or --warmup-ratio, not both");
+  (void)parse_schedule(o.lr_scheduler);  // Error lists the schedules
+  check_finite(o.max_grad_norm, "--max-grad-norm");
+}
+
+void check_distributed(const TrainOptions& o) {
+  HPCTRAIN_CHECK(o.bucket_mb > 0 && o.bucket_mb <= 4096, "--bucket-mb {}: expected 0 < MiB <= 4096", o.bucket_mb);
+  HPCTRAIN_CHECK(o.first_bucket_mb > 0 && o.first_bucket_mb <= 4096, "--first-bucket-mb {}: expected 0 < MiB <= 4096",
+                 o.first_bucket_mb);
+  check_not_negative(o.check_sync_every, "--check-sync-every", "never");
+  HPCTRAIN_CHECK(o.threads >= 0, "--threads {}: expected >= 0 (0 = cores on the node / ranks on the node)", o.threads);
+  HPCTRAIN_CHECK(o.device == "auto" || o.device == "cpu" || o.device == "cuda", "--device '{}': expected auto, cpu or cuda",
+                 o.device);
+}
+
+void check_outputs(const TrainOptions& o) {
+  HPCTRAIN_CHECK(!o.output.empty(), "--output DIR is required (checkpoints, final model and metrics.jsonl go there)");
+  HPCTRAIN_CHECK(!fs::exists(o.output) || fs::is_directory(o.output), "--output '{}' exists and is not a folder",
+                 o.output.string());
+  check_not_negative(o.save_steps, "--save-steps", "at the end of every epoch");
+  check_not_negative(o.save_total_limit, "--save-total-limit", "keep all");
+  check_not_negative(o.eval_steps, "--eval-steps", "at the end of every epoch");
+  check_positive(o.logging_steps, "--logging-steps");
+  if (!o.resume.empty() && o.resume != "auto")
+    HPCTRAIN_CHECK(fs::is_regular_file(fs::path(o.resume) / "trainer_state.json"),
+                   "--resume '{}': not a complete checkpoint folder (no trainer_state.json); expected auto or "
+                   "OUTPUT/checkpoint-STEP", o.resume);
+}
+
+}  // namespace
+
+void validate_train_options(const TrainOptions& options) {
+  HPCTRAIN_CHECK(!options.data.empty(), "--data FILE.h5 is required (make one with `hpctrain prep`)");
+  HPCTRAIN_CHECK(fs::is_regular_file(options.data), "--data '{}': no such file", options.data.string());
+  HPCTRAIN_CHECK(!options.train_split.empty(), "--train-split: expected a split name");
+  check_model_choice(options);
+  check_optimization(options);
+  check_distributed(options);
+  check_outputs(options);
+}
+
+}  // namespace hpctrain::train

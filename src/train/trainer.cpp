@@ -1,0 +1,353 @@
+// run_training (trainer.hpp): set-up, the step loop, evaluation, checkpoints and the final model.
+//
+// One optimizer step = k micro-batches (k = --gradient-accumulation-steps, fewer at an epoch's end).
+// For each micro-batch every rank: reads its batch, reseeds dropout (Note [Dropout seeds]), runs the
+// forward pass, computes per-example cross-entropy on the rows it trains on (not padding duplicates, not
+// rows before a resume position: Note [Resume position]), and allreduces (rows, loss sum, non-finite) —
+// 24 bytes — so that every rank knows the global row count and agrees on a non-finite loss before any
+// rank enters backward. The loss it back-propagates is local_sum * W / (global_rows * k): the gradient
+// reducer averages over W ranks, so the step's gradient is that of the mean cross-entropy over the
+// global batch, whatever the number of ranks.
+#include "hpctrain/train/trainer.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/progress.hpp"
+#include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/train/accelerator.hpp"
+#include "hpctrain/train/checkpoint.hpp"
+#include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/trainer_state.hpp"
+#include "model_setup.hpp"
+#include "training_log.hpp"
+
+namespace hpctrain::train {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Runs `work` on every rank; if it throws on any rank, every rank throws the first failing rank's message.
+template <typename Work>
+void collectively(dist::Comm& comm, const char* what, Work&& work) {
+  std::string error;
+  try {
+    work();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const auto failed = comm.allgather_value<int32_t>(error.empty() ? 0 : 1);
+  for (int r = 0; r < comm.world_size(); ++r) {
+    if (failed[static_cast<std::size_t>(r)] == 0) continue;
+    comm.broadcast_string(error, r);
+    fail("{} failed on rank {}: {}", what, r, error);
+  }
+}
+
+AcceleratorOptions accelerator_options(const TrainOptions& o) {
+  AcceleratorOptions a;
+  a.device = o.device, a.threads = o.threads, a.bucket_mb = o.bucket_mb, a.first_bucket_mb = o.first_bucket_mb;
+  a.overlap = o.overlap, a.gradient_accumulation_steps = o.gradient_accumulation_steps, a.seed = o.seed;
+  a.log_all_ranks = o.log_all_ranks;
+  return a;
+}
+
+// Rank 0 picks the checkpoint (--resume auto|DIR) and reads its trainer_state.json; every rank receives both.
+std::pair<fs::path, std::string> find_resume_point(dist::Comm& comm, const TrainOptions& o) {
+  std::string dir, state;
+  if (comm.is_main_process() && !o.resume.empty()) {
+    if (o.resume != "auto") dir = o.resume;
+    else if (const auto latest = latest_checkpoint(o.output)) dir = latest->string();
+    else log::info("--resume auto: no complete checkpoint in '{}', starting fresh", o.output.string());
+    if (!dir.empty()) state = read_text(fs::path(dir) / kTrainerStateName);
+  }
+  comm.broadcast_string(dir, 0);
+  comm.broadcast_string(state, 0);
+  return {dir, state};
+}
+
+struct Run {
+  const TrainOptions& options;
+  dist::Comm& comm;
+  Accelerator acc;
+  std::unique_ptr<data::DatasetReader> dataset;
+  ModelSetup setup;
+  std::unique_ptr<AdamW> optimizer;
+  std::unique_ptr<loader::ShardLoader> train_loader, eval_loader;
+  TrainerState state;
+  StartPlan plan;
+  std::unique_ptr<TrainingLog> report;
+  std::ofstream trace;
+  int64_t total = 0;
+  int64_t last_eval_step = -1;
+  bool best_is_current = false;  // the last evaluation set best_metric
+  std::optional<EvaluationResult> last_eval;
+
+  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, accelerator_options(o)) {}
+  void set_up();
+  void print_plan() const;
+  void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
+  void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip);
+  void after_step(bool epoch_ended);
+  void evaluate_now();
+  void save_checkpoint();
+  TrainResult finish(double seconds, int64_t samples);
+};
+
+void Run::set_up() {
+  const auto [resume_dir, resume_text] = find_resume_point(comm, options);
+  collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
+  TrainerState saved;
+  if (!resume_dir.empty()) saved = trainer_state_from_json(nlohmann::json::parse(resume_text), resume_dir);
+  RunGeometry requested;
+  requested.world_size = comm.world_size(), requested.per_rank_batch = options.batch_size;
+  requested.accumulation = options.gradient_accumulation_steps, requested.shuffle = options.shuffle;
+  requested.seed = options.seed, requested.train_examples = dataset->split_info(options.train_split).num_examples;
+  plan = plan_start(resume_dir.empty() ? nullptr : &saved, requested);
+  HPCTRAIN_CHECK(dataset->num_labels() >= 2, "'{}' has {} label(s); classification needs at least 2",
+                 options.data.string(), dataset->num_labels());
+
+  TrainOptions seeded = options;
+  seeded.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
+  collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
+  acc.prepare_model(*setup.model);
+  acc.set_tokenizer_files(setup.tokenizer_files);
+  optimizer = std::make_unique<AdamW>(setup.model->named_parameters().pairs(), AdamWOptions{options.lr, 0.9, 0.999, 1e-8,
+                                                                                           options.weight_decay});
+  acc.register_optimizer(*optimizer);
+  if (!resume_dir.empty()) {
+    (void)acc.load_state(resume_dir);
+    state = saved;
+  }
+  loader::LoaderOptions train_options;
+  train_options.split = options.train_split, train_options.batch_size = plan.geometry.per_rank_batch;
+  train_options.shuffle = plan.geometry.shuffle, train_options.seed = plan.geometry.seed;
+  train_loader = acc.prepare_data(options.data, train_options);
+  if (dataset->has_split(options.eval_split)) {
+    loader::LoaderOptions eval_options;
+    eval_options.split = options.eval_split, eval_options.shuffle = data::ShuffleMode::none;
+    eval_options.batch_size = options.eval_batch_size > 0 ? options.eval_batch_size : options.batch_size;
+    eval_loader = acc.prepare_data(options.data, eval_options);
+  }
+
+  total = total_steps(plan, options.epochs, options.max_steps);
+  state.global_step = plan.global_step, state.position = plan.position, state.geometry = plan.geometry;
+  state.schedule = LrSchedule{parse_schedule(options.lr_scheduler), options.lr,
+                              options.warmup_steps > 0 ? options.warmup_steps
+                                                       : warmup_steps_from_ratio(options.warmup_ratio, total),
+                              std::max<int64_t>(1, total)};
+  state.max_steps = total, state.num_train_epochs = options.epochs, state.logging_steps = options.logging_steps;
+  state.eval_steps = options.eval_steps, state.save_steps = options.save_steps;
+  if (comm.is_main_process()) remove_stale_temporaries(options.output);
+  report = std::make_unique<TrainingLog>(options.output, comm.is_main_process(), options.progress, options.logging_steps,
+                                      state.global_step, total);
+  if (!options.trace_examples.empty()) {
+    fs::create_directories(options.trace_examples);
+    const fs::path file = options.trace_examples / fmt::format("examples-rank{}.txt", comm.rank());
+    trace.open(file, std::ios::app);
+    HPCTRAIN_CHECK(trace.good(), "--trace-examples: cannot open '{}' for appending", file.string());
+  }
+  for (const std::string& note : setup.notes) log::info("model: {}", note);
+  for (const std::string& note : plan.notes) log::info("resume: {}", note);
+}
+
+void Run::print_plan() const {
+  const RunGeometry& g = plan.geometry;
+  int64_t parameters = 0;
+  for (const auto& p : setup.model->parameters()) parameters += p.numel();
+  log::info("model: {} ({} parameters, {} labels) on {} with {} CPU thread(s) per rank",
+            setup.model->spec().architecture, parameters, setup.model->num_labels(), acc.device().str(), acc.threads());
+  log::info("global batch {} = {} per rank x {} rank(s) x {} accumulation step(s); {} train examples, {} steps per epoch, "
+            "{} steps in all (--shuffle {})", g.global_batch(), g.per_rank_batch, g.world_size, g.accumulation,
+            g.train_examples, g.steps_per_epoch(), total, data::to_string(g.shuffle));
+  log::info("gradients: {} bucket(s), overlap {}", acc.reducer().buckets().size(), acc.reducer().overlap() ? "on" : "off");
+  if (plan.global_step > 0)
+    log::info("resuming at step {} (epoch {}, sample {} of the epoch)", plan.global_step, plan.position.epoch,
+              plan.position.samples_in_epoch);
+}
+
+void Run::train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip) {
+  train_loader->start_epoch(epoch, first_batch);
+  const int64_t batches = train_loader->batches_per_epoch();
+  for (int64_t batch = first_batch; batch < batches && state.global_step < total;) {
+    const int64_t micro = std::min(plan.geometry.accumulation, batches - batch);
+    step(epoch, batch, micro, resume_skip);
+    batch += micro;
+    if (batch == batches) state.position = DataPosition{epoch + 1, 0};
+    after_step(batch == batches);
+  }
+}
+
+void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip) {
+  const auto step_start = Clock::now();
+  const RunGeometry& g = plan.geometry;
+  StepTimes times;
+  double loss_sum = 0, rows = 0;
+  bool skip = false;
+  auto& model = *setup.model;
+  for (int64_t i = 0; i < micro_batches; ++i) {
+    const int64_t batch_index = first_batch + i;
+    auto start = Clock::now();
+    const auto batch = train_loader->next();
+    HPCTRAIN_CHECK(batch.has_value(), "the loader ended epoch {} before batch {}", epoch, batch_index);
+    times.data_wait += since(start);
+    state.position = DataPosition{epoch, (batch_index * g.per_rank_batch + batch->size()) * g.world_size};
+    if (skip) continue;  // a non-finite micro-batch earlier in this step: consume the data only
+    acc.set_gradient_sync(i + 1 == micro_batches);
+    start = Clock::now();
+    acc.seed_step(state.global_step, i);
+    models::ModelInputs inputs = to_model_inputs(*batch, acc.device());
+    const at::Tensor labels = inputs.labels;
+    inputs.labels = at::Tensor();
+    const at::Tensor logits = model.forward(inputs).logits;
+    const at::Tensor keep = batch->is_padding.logical_not().contiguous();
+    auto keep_row = keep.accessor<bool, 1>();
+    if (batch_index * g.per_rank_batch * g.world_size < resume_skip) {
+      for (int64_t row = 0; row < batch->size(); ++row)
+        if (before_position(g, comm.rank(), batch_index, row, resume_skip)) keep_row[row] = false;
+    }
+    const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
+    const at::Tensor kept = at::where(keep.to(acc.device()), per_example, at::zeros_like(per_example));
+    const at::Tensor local_sum = kept.sum();
+    const double local_value = local_sum.item<double>();
+    double stats[3] = {static_cast<double>(keep.sum().item<int64_t>()), local_value, std::isfinite(local_value) ? 0.0 : 1.0};
+    comm.allreduce(stats, 3);
+    times.forward += since(start);
+    if (stats[2] > 0) {
+      const auto flags = comm.allgather_value<int32_t>(std::isfinite(local_value) ? 0 : 1);
+      std::vector<int> bad;
+      for (int r = 0; r < comm.world_size(); ++r) if (flags[static_cast<std::size_t>(r)]) bad.push_back(r);
+      HPCTRAIN_CHECK(options.skip_nonfinite, "step {} (epoch {}): the loss is not finite on rank(s) {}; stopping on every "
+                     "rank\n  hint: lower --lr (now {}), check the data, or pass --skip-nonfinite to skip such steps",
+                     state.global_step + 1, epoch, fmt::join(bad, ", "), options.lr);
+      report->info(fmt::format("warning: step {}: the loss is not finite on rank(s) {}; the step is skipped on every rank "
+                            "(--skip-nonfinite)", state.global_step + 1, fmt::join(bad, ", ")));
+      skip = true;
+      continue;
+    }
+    const at::Tensor loss = local_sum * (g.world_size / (std::max(1.0, stats[0]) * static_cast<double>(micro_batches)));
+    start = Clock::now();
+    acc.backward(loss);
+    const double backward_and_reduce = since(start);
+    const double exposed = acc.sync_gradients() ? acc.reducer().last_step_stats().exposed_seconds : 0.0;
+    times.backward += backward_and_reduce - exposed;
+    times.exposed_communication += exposed;
+    loss_sum += stats[1], rows += stats[0];
+    if (trace.is_open()) {
+      const auto index = batch->example_index.accessor<int64_t, 1>();
+      for (int64_t row = 0; row < batch->size(); ++row)
+        if (keep_row[row]) trace << epoch << ' ' << state.global_step + 1 << ' ' << index[row] << '\n';
+    }
+  }
+  const auto start = Clock::now();
+  double grad_norm = 0;
+  const double lr = learning_rate(state.schedule, state.global_step);
+  if (skip) {
+    acc.set_gradient_sync(true);
+    ++state.skipped_steps;
+  } else {
+    grad_norm = acc.clip_grad_norm(options.max_grad_norm);
+    optimizer->step(lr);
+  }
+  acc.zero_grad();
+  times.optimizer = since(start);
+  times.total = since(step_start);
+  ++state.global_step;
+  state.samples_seen += static_cast<int64_t>(rows);
+  const StepRecord record{state.global_step, state.epoch_float(), rows > 0 ? loss_sum / rows : 0.0, lr, grad_norm,
+                          static_cast<int64_t>(rows), times};
+  if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
+}
+
+void Run::after_step(bool epoch_ended) {
+  const int64_t s = state.global_step;
+  if (options.check_sync_every > 0 && s % options.check_sync_every == 0) {
+    ddp::NamedTensors named;
+    for (const auto& item : setup.model->named_parameters()) named.emplace_back(item.key(), item.value());
+    const std::string differs = ddp::find_unsynchronized(comm, named);
+    HPCTRAIN_CHECK(differs.empty(), "step {}: the replicas differ: parameter '{}' is not the same on every rank "
+                   "(--check-sync-every {})", s, differs, options.check_sync_every);
+  }
+  const bool last = s == total;
+  if (eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended)) evaluate_now();
+  if ((options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || last) save_checkpoint();
+}
+
+void Run::evaluate_now() {
+  last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device());
+  last_eval_step = state.global_step;
+  state.log_history.push_back(report->add_eval(state.global_step, state.epoch_float(), last_eval->metrics));
+  best_is_current = !state.best_metric || last_eval->metrics.accuracy > *state.best_metric;
+  if (best_is_current) state.best_metric = last_eval->metrics.accuracy;
+}
+
+void Run::save_checkpoint() {
+  const fs::path dir = options.output / checkpoint_name(state.global_step);
+  if (best_is_current && last_eval_step == state.global_step) state.best_model_checkpoint = dir.string();
+  acc.save_state(dir, to_json(state));
+  if (comm.is_main_process()) {
+    for (const fs::path& removed : rotate_checkpoints(options.output, options.save_total_limit))
+      report->info(fmt::format("removed {} (--save-total-limit {})", removed.filename().string(), options.save_total_limit));
+  }
+  report->info(fmt::format("saved {}", dir.string()));
+}
+
+double majority_of(const ConfusionMatrix& matrix) {
+  std::vector<int64_t> label_counts(static_cast<std::size_t>(matrix.num_labels()), 0);
+  for (int64_t label = 0; label < matrix.num_labels(); ++label)
+    for (int64_t guess = 0; guess < matrix.num_labels(); ++guess) label_counts[static_cast<std::size_t>(label)] += matrix.count(label, guess);
+  return majority_baseline(label_counts);
+}
+
+TrainResult Run::finish(double seconds, int64_t samples) {
+  if (eval_loader && last_eval_step != state.global_step) evaluate_now();
+  report->finish();
+  TrainResult result;
+  result.global_step = state.global_step, result.start_step = plan.global_step, result.seconds = seconds;
+  result.samples_seen = samples;
+  result.samples_per_second = seconds > 0 ? static_cast<double>(samples) / seconds : 0.0;
+  result.final_dir = options.output / "final";
+  collectively(comm, "saving the final model", [&] {
+    if (!comm.is_main_process()) return;
+    models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files);
+    write_text_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
+  });
+  log::info("done: {} steps in {} ({:.1f} samples/s); final model in {}", state.global_step, format_duration(seconds),
+            result.samples_per_second, result.final_dir.string());
+  if (last_eval) {
+    result.eval = last_eval->metrics;
+    result.majority_baseline = majority_of(last_eval->matrix);
+    log::info("{}: accuracy {:.4f} (majority-class baseline {:.4f}), macro-F1 {:.4f}, loss {:.4f} over {} examples",
+              options.eval_split, result.eval->accuracy, result.majority_baseline, result.eval->macro_f1,
+              result.eval->loss, result.eval->examples);
+  }
+  return result;
+}
+
+}  // namespace
+
+TrainResult run_training(dist::Comm& comm, const TrainOptions& options) {
+  validate_train_options(options);
+  Run run(comm, options);
+  run.set_up();
+  run.print_plan();
+  run.setup.model->train();
+  const auto start = Clock::now();
+  const int64_t samples_before = run.state.samples_seen;
+  int64_t first_batch = run.plan.first_batch, resume_skip = run.plan.position.samples_in_epoch;
+  for (int64_t epoch = run.plan.position.epoch; run.state.global_step < run.total; ++epoch) {
+    run.train_epoch(epoch, first_batch, resume_skip);
+    first_batch = 0, resume_skip = 0;
+  }
+  return run.finish(since(start), run.state.samples_seen - samples_before);
+}
+
+}  // namespace hpctrain::train

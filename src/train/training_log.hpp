@@ -1,0 +1,68 @@
+// Private to src/train: what rank 0 reports while training — OUTPUT/metrics.jsonl, a progress bar on a
+// terminal (plain lines otherwise), and the Hugging Face log_history entries of trainer_state.json.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "hpctrain/train/metrics.hpp"
+
+namespace hpctrain::train {
+
+// Wall time of one optimizer step by phase, seconds (this rank's; rank 0 reports its own).
+struct StepTimes {
+  double data_wait = 0;              // waiting for the loader's next batch
+  double forward = 0;                // forward, loss and the per-micro-batch loss allreduce
+  double backward = 0;               // autograd backward (bucket allreduces overlap it)
+  double exposed_communication = 0;  // gradient reduction left after backward (reducer finalize)
+  double optimizer = 0;              // clipping, AdamW step, zero_grad
+  double total = 0;
+};
+
+struct StepRecord {
+  int64_t step = 0;        // 1-based, after the step
+  double epoch = 0;        // fractional, as Hugging Face
+  double loss = 0;         // mean cross-entropy over the step's global batch
+  double lr = 0;           // learning rate used by this step
+  double grad_norm = 0;    // global gradient norm before clipping
+  int64_t samples = 0;     // examples in the global batch (padding duplicates excluded)
+  StepTimes times;
+};
+
+class TrainingLog {
+ public:
+  // Only `active` (rank 0) writes. Lines of an existing metrics.jsonl with step > start_step (from an
+  // interrupted run after its last checkpoint) are dropped, so the file reads as one run.
+  TrainingLog(const std::filesystem::path& output, bool active, bool progress, int64_t logging_steps,
+              int64_t start_step, int64_t total_steps);
+  ~TrainingLog();
+
+  // Returns the log_history entry when this step is logged (every logging_steps, and the last), else null.
+  nlohmann::json add_step(const StepRecord& record);
+  // Logs an evaluation; returns its log_history entry.
+  nlohmann::json add_eval(int64_t step, double epoch, const ClassificationMetrics& metrics);
+  // A line for the terminal that does not collide with the progress bar.
+  void info(const std::string& line);
+  void finish();
+
+ private:
+  void write_json_line(const nlohmann::json& line);
+  void draw_progress(const StepRecord& record, double samples_per_second, bool force);
+
+  bool active_, tty_, progress_;
+  int64_t logging_steps_, start_step_, total_steps_;
+  std::ofstream metrics_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  // The window since the last logged step.
+  StepTimes window_times_;
+  int64_t window_steps_ = 0, window_samples_ = 0;
+  double last_samples_per_second_ = 0;
+  bool bar_drawn_ = false;
+};
+
+}  // namespace hpctrain::train

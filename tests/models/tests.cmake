@@ -1,0 +1,1 @@
+hpctrain_test_binary(models LIBS hpctrain_torch)

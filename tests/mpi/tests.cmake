@@ -1,0 +1,9 @@
+# MPI tests: plain executables run under `mpirun -np N` (see hpctrain_mpi_test in tests/CMakeLists.txt).
+
+# Two ranks read their shards of one split through ShardLoader; rank 0 checks the union is the split.
+add_executable(mpi_shard_read ${CMAKE_CURRENT_LIST_DIR}/shard_read.cpp)
+target_link_libraries(mpi_shard_read PRIVATE hpctrain_torch)
+target_include_directories(mpi_shard_read PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(mpi_shard_read PRIVATE ${HPCTRAIN_WARNINGS})
+# 1001 examples over 2 ranks: 501 each, one flagged wrap-around duplicate; batches of 16.
+hpctrain_mpi_test(shard_read 2 $<TARGET_FILE:mpi_shard_read> 1001 16)

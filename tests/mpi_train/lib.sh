@@ -1,0 +1,71 @@
+# Helpers for the mpirun training tests: `bash test_x.sh HPCTRAIN_BINARY REPO_ROOT MPIEXEC`.
+# Builds a tiny fixture (vocabulary, JSONL, HDF5 via `hpctrain prep text`, DistilBERT config.json) in a
+# scratch folder, and offers ok/bad/finish bookkeeping like tests/cli/lib.sh.
+set -uo pipefail
+HPCTRAIN=${1:?hpctrain binary}
+REPO=${2:?repository root}
+MPIEXEC=${3:-mpirun}
+HERE="$REPO/tests/mpi_train"
+PY=/usr/bin/python3
+WORK=$(mktemp -d /tmp/hpctrain-train.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+passed=0
+failed=0
+
+ok() { echo "ok: $1"; passed=$((passed + 1)); }
+bad() { echo "FAILED: $1"; failed=$((failed + 1)); }
+finish() {
+  echo "$passed passed, $failed failed"
+  [[ $failed -eq 0 ]]
+}
+
+# mpi N ARGS...: hpctrain under mpirun -np N (N = 1 runs under mpirun too, as users do).
+mpi() {
+  local np=$1; shift
+  "$MPIEXEC" --oversubscribe --bind-to none -np "$np" "$HPCTRAIN" "$@"
+}
+
+# run_ok NAME LOG CMD...: the command exits 0 (its output goes to LOG, shown on failure).
+run_ok() {
+  local name=$1 log=$2; shift 2
+  if "$@" >"$log" 2>&1; then ok "$name"; else bad "$name (exit $?)"; tail -30 "$log"; fi
+}
+
+# make_fixture [DROPOUT]: $WORK/tok (vocab), $WORK/data.h5 (80 train / 20 validation, 3 labels), $WORK/config.json.
+make_fixture() {
+  local dropout=${1:-0.0}
+  mkdir -p "$WORK/tok"
+  { printf '[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n'
+    for w in red green blue apple pear plum sky sea leaf fire stone wood cloud rain sun moon star tree rock sand \
+             the a of and is was very quite small big old new; do echo "$w"; done; } >"$WORK/tok/vocab.txt"
+  echo '{"do_lower_case": true, "model_max_length": 32}' >"$WORK/tok/tokenizer_config.json"
+  "$PY" - "$WORK/rows.jsonl" <<'PYEOF'
+import json, random, sys
+random.seed(5)
+colors = {"red": ["apple", "fire", "stone"], "green": ["leaf", "tree", "pear"], "blue": ["sky", "sea", "moon"]}
+filler = ["the", "a", "of", "and", "is", "was", "very", "quite", "small", "big", "old", "new", "cloud", "rain", "sand"]
+with open(sys.argv[1], "w") as out:
+    for i in range(100):
+        label = ["red", "green", "blue"][i % 3]
+        words = random.sample(filler, random.randint(2, 8)) + [random.choice(colors[label])]
+        random.shuffle(words)
+        out.write(json.dumps({"text": " ".join(words), "label": label}) + "\n")
+PYEOF
+  "$HPCTRAIN" prep text --input "$WORK/rows.jsonl" --text-field text --label-field label --tokenizer "$WORK/tok" \
+    --max-length 16 --validation-fraction 0.2 --seed 3 --compression none --no-progress --output "$WORK/data.h5" \
+    >"$WORK/prep.log" 2>&1 || { echo "fixture: prep failed"; cat "$WORK/prep.log"; exit 1; }
+  cat >"$WORK/config.json" <<JSON
+{"model_type": "distilbert", "vocab_size": 40, "dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64,
+ "max_position_embeddings": 32, "dropout": $dropout, "attention_dropout": $dropout, "seq_classif_dropout": $dropout}
+JSON
+}
+
+# train_args OUTPUT: the common options of a quick run on the fixture (1 thread per rank, no progress bar).
+train_args() {
+  echo --model-config "$WORK/config.json" --data "$WORK/data.h5" --tokenizer "$WORK/tok" --output "$1" \
+    --threads 1 --device cpu --no-progress --logging-steps 1 --lr 1e-3
+}
+
+# compare A.safetensors B.safetensors TOLERANCE: max relative difference of every tensor <= TOLERANCE.
+compare() { "$PY" "$HERE/compare_weights.py" "$@"; }

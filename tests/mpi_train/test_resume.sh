@@ -1,0 +1,51 @@
+# Resume: after an interruption the run continues exactly (same ranks, dropout on: the loss curve and
+# weights equal the uninterrupted run's); on another number of ranks (--shuffle global) it continues at
+# the right sample: every example of the epoch is trained on exactly once.
+source "$(dirname "$0")/lib.sh"
+make_fixture 0.1
+
+# --- same ranks: stop at step 7 (mid-epoch: 10 steps per epoch), resume to 14 ---
+exact=(--lr-scheduler constant --warmup-steps 3 --save-steps 4 --batch-size 4)
+run_ok "uninterrupted, 14 steps" "$WORK/whole.log" mpi 2 train $(train_args "$WORK/whole") "${exact[@]}" --max-steps 14
+run_ok "first 7 steps" "$WORK/a.log" mpi 2 train $(train_args "$WORK/pieces") "${exact[@]}" --max-steps 7
+run_ok "resume auto to 14" "$WORK/b.log" mpi 2 train $(train_args "$WORK/pieces") "${exact[@]}" --max-steps 14 --resume auto
+grep -q "resuming at step 7" "$WORK/b.log" && ok "resumed from checkpoint-7" || { bad "resume point"; head -20 "$WORK/b.log"; }
+compare "$WORK/whole/final/model.safetensors" "$WORK/pieces/final/model.safetensors" 1e-6 \
+  && ok "resumed weights == uninterrupted weights" || bad "resumed weights differ"
+compare "$WORK/whole/checkpoint-14/optimizer.safetensors" "$WORK/pieces/checkpoint-14/optimizer.safetensors" 1e-6 \
+  && ok "optimizer moments equal" || bad "optimizer moments differ"
+"$PY" - "$WORK/whole/metrics.jsonl" "$WORK/pieces/metrics.jsonl" <<'PYEOF' && ok "loss history equal" || bad "loss history"
+import json, sys
+def curve(path):
+    return {e["step"]: e["loss"] for e in map(json.loads, open(path)) if "loss" in e}
+a, b = curve(sys.argv[1]), curve(sys.argv[2])
+print(sorted(a.items())); print(sorted(b.items()))
+sys.exit(0 if sorted(a) == list(range(1, 15)) and sorted(a) == sorted(b) and all(abs(a[s] - b[s]) <= 1e-6 for s in a) else 1)
+PYEOF
+
+# --- other numbers of ranks, --shuffle global: 2 ranks x 4 for 3 steps (24 samples), then the epoch's rest ---
+global=(--shuffle global --epochs 1 --save-steps 100 --eval-steps 100)
+check_epoch() {  # check_epoch NAME TRACE_DIR: epoch 0's trained examples are all 80, each once
+  "$PY" - "$2" <<'PYEOF' && ok "$1: every example of the epoch exactly once" || bad "$1: examples skipped or repeated"
+import collections, glob, sys
+seen = [int(l.split()[2]) for f in glob.glob(sys.argv[1] + "/examples-rank*.txt") for l in open(f) if l.split()[0] == "0"]
+counts = collections.Counter(seen)
+repeated = [e for e, c in counts.items() if c > 1]
+print(f"{len(seen)} trained, {len(counts)} distinct, repeated {repeated[:10]}, missing {sorted(set(range(80)) - set(counts))[:10]}")
+sys.exit(0 if len(seen) == 80 and sorted(counts) == list(range(80)) else 1)
+PYEOF
+}
+for target in "1 4 per-rank batch 4 -> 8" "3 3 global batch changes from 8 to 9"; do
+  read -r np batch note <<<"$target"
+  out="$WORK/w$np"
+  run_ok "2 ranks, 3 steps (-> $np)" "$WORK/w$np-a.log" mpi 2 train $(train_args "$out") "${global[@]}" --batch-size 4 \
+    --max-steps 3 --trace-examples "$out/trace"
+  run_ok "resume on $np rank(s)" "$WORK/w$np-b.log" mpi "$np" train $(train_args "$out") "${global[@]}" \
+    --batch-size "$batch" --resume auto --trace-examples "$out/trace"
+  grep -q "$note" "$WORK/w$np-b.log" && ok "says: $note" || { bad "note '$note'"; head -20 "$WORK/w$np-b.log"; }
+  grep -q "continuing epoch 0 at sample 24" "$WORK/w$np-b.log" && ok "continues at sample 24" || bad "sample position"
+  check_epoch "2 -> $np ranks" "$out/trace"
+  "$PY" -c "import json,sys; s=json.load(open('$out/trainer_state.json'))['hpctrain']; sys.exit(0 if s['samples_seen']==80 and s['epoch_index']==1 else 1)" \
+    && ok "trainer_state: 80 samples seen, epoch complete" || bad "trainer_state counters"
+done
+finish

@@ -1,0 +1,15 @@
+# mpirun -np 2 training tests. Bash scenarios (train, interrupt, resume, compare) drive the real
+# hpctrain binary: `bash test_x.sh HPCTRAIN REPO MPIEXEC`; unused_parameters.cpp runs the Accelerator.
+file(GLOB train_scripts CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/test_*.sh)
+foreach(script ${train_scripts})
+  get_filename_component(name ${script} NAME_WE)
+  string(REPLACE "test_" "" name ${name})
+  add_test(NAME mpi.train.${name} COMMAND bash ${script} $<TARGET_FILE:hpctrain> ${PROJECT_SOURCE_DIR} ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(mpi.train.${name} PROPERTIES LABELS mpi TIMEOUT 600
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+endforeach()
+
+add_executable(mpi_train_unused ${CMAKE_CURRENT_LIST_DIR}/unused_parameters.cpp)
+target_link_libraries(mpi_train_unused PRIVATE hpctrain_torch)
+target_compile_options(mpi_train_unused PRIVATE ${HPCTRAIN_WARNINGS})
+hpctrain_mpi_test(train.unused_parameters 2 $<TARGET_FILE:mpi_train_unused>)

@@ -1,0 +1,1 @@
+hpctrain_test_binary(sources LIBS hpctrain_base ZLIB::ZLIB)

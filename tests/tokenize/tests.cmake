@@ -1,0 +1,1 @@
+hpctrain_test_binary(tokenize LIBS hpctrain_base)

@@ -1,0 +1,1 @@
+hpctrain_test_binary(train LIBS hpctrain_torch)
