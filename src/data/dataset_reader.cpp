@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <numeric>
 
 #include <fmt/ranges.h>
 
@@ -24,7 +23,7 @@ constexpr int64_t kOffsetPiece = 1 << 20;
 
 std::string format_dims(const std::vector<int64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
 
-// The datasets of one split, opened once, with their sizes checked (see check_structure).
+// The datasets of one split, opened once, with their dtypes and sizes checked (Impl::split).
 struct OpenSplit {
   SplitInfo info;
   std::string where;  // "<file>:/<split>", the prefix of every message
@@ -112,10 +111,10 @@ void check_range(const OpenSplit& split, int64_t begin, int64_t end) {
 struct Run {
   int64_t begin = 0, end = 0;
 };
-std::vector<Run> group_runs(std::vector<int64_t> sorted) {
-  std::sort(sorted.begin(), sorted.end());
+std::vector<Run> group_runs(std::vector<int64_t> indices) {
+  std::sort(indices.begin(), indices.end());
   std::vector<Run> runs;
-  for (int64_t index : sorted) {
+  for (int64_t index : indices) {
     if (!runs.empty() && index <= runs.back().end + kMaxIndexGap) {
       runs.back().end = std::max(runs.back().end, index + 1);
     } else {
@@ -168,12 +167,17 @@ void DatasetReader::Impl::read_root_attributes() {
   const h5::Id root = file.get();
   const std::string where = path.string();
   HPCTRAIN_CHECK(h5::has_attribute(root, schema::kAttrFormat),
-                 "{}: missing root attribute '{}': not an hpctrain dataset file (write one with `hpctrain prepare`)",
+                 "{}: missing root attribute '{}': not an hpctrain dataset file (write one with `hpctrain prep`)",
                  where, schema::kAttrFormat);
   const int64_t version = h5::read_int64_attribute(root, schema::kAttrFormat);
   HPCTRAIN_CHECK(version == schema::kFormatVersion, "{}: {} = {} is not supported: expected {} (rewrite the file with this "
-                 "version's `hpctrain prepare`)", where, schema::kAttrFormat, version, schema::kFormatVersion);
-  task = parse_task(h5::read_string_attribute(root, schema::kAttrTask));
+                 "version's `hpctrain prep`)", where, schema::kAttrFormat, version, schema::kFormatVersion);
+  const std::string task_text = h5::read_string_attribute(root, schema::kAttrTask);
+  try {
+    task = parse_task(task_text);
+  } catch (const Error& error) {
+    fail("{}: attribute '{}': {}", where, schema::kAttrTask, error.what());
+  }
   source = h5::read_string_attribute(root, schema::kAttrSource);
   created_by = h5::read_string_attribute(root, schema::kAttrCreatedBy);
 
@@ -384,6 +388,14 @@ std::vector<int64_t> DatasetReader::read_labels(const std::string& split_name, i
   std::vector<int64_t> labels = read_vector<int64_t>(split.labels, begin, end);
   check_labels(split, labels, begin, num_labels());
   return labels;
+}
+
+std::vector<int64_t> DatasetReader::read_source_index(const std::string& split_name, int64_t begin, int64_t end) const {
+  const OpenSplit& split = impl_->split(split_name);
+  check_range(split, begin, end);
+  std::vector<int64_t> source_index = read_vector<int64_t>(split.source_index, begin, end);
+  check_source_index(split, source_index, begin);
+  return source_index;
 }
 
 std::vector<int64_t> DatasetReader::read_lengths(const std::string& split_name) const {

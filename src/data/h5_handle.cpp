@@ -156,7 +156,7 @@ Handle open_file(const std::filesystem::path& path) {
   HPCTRAIN_CHECK(std::filesystem::is_regular_file(path, error), "{}: no such file", path.string());
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   H5Eclear2(H5E_DEFAULT);
-  HPCTRAIN_CHECK(is_hdf5 > 0, "{}: not an HDF5 file (expected a dataset file written by `hpctrain prepare`)",
+  HPCTRAIN_CHECK(is_hdf5 > 0, "{}: not an HDF5 file (expected a dataset file written by `hpctrain prep`)",
                  path.string());
   return Handle(HPCTRAIN_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
 }

@@ -178,8 +178,8 @@ void check_same_structure(dist::Comm& comm, const std::vector<std::string>& name
                           const std::vector<std::vector<int64_t>>& shapes, const std::vector<at::ScalarType>& dtypes) {
   const bool bad_input = names.size() != shapes.size() || names.size() != dtypes.size();
   if (comm.any(bad_input)) {
-    fail("check_same_structure: every rank must pass as many shapes and dtypes as names; rank {} passed {} names, "
-         "{} shapes and {} dtypes",
+    fail("check_same_structure: a rank passed different numbers of names, shapes and dtypes (expected equal "
+         "counts; rank {} passed {}, {} and {})",
          comm.rank(), names.size(), shapes.size(), dtypes.size());
   }
   std::vector<Entry> entries(names.size());

@@ -36,17 +36,23 @@ ExampleStore ExampleStore::load_runs(const data::DatasetReader& reader, const st
   check_sorted(examples);
   ExampleStore store;
   const bool is_text = reader.task() == data::Task::text_classification;
-  if (!is_text) {
-    const data::SplitInfo info = reader.split_info(split);
-    store.images_.channels = info.channels;
-    store.images_.height = info.height;
-    store.images_.width = info.width;
-  }
+  // The first run is moved in, not copied: a resident shard is usually one run, and copying it would
+  // need twice its memory for a moment.
   for (const Range& run : contiguous_runs(examples)) {
     if (is_text) {
-      store.text_.append_all(reader.read_text(split, run.begin, run.end));
+      data::TextExamples piece = reader.read_text(split, run.begin, run.end);
+      if (store.text_.size() == 0) {
+        store.text_ = std::move(piece);
+      } else {
+        store.text_.append_all(piece);
+      }
     } else {
-      store.images_.append_all(reader.read_images(split, run.begin, run.end));
+      data::ImageExamples piece = reader.read_images(split, run.begin, run.end);
+      if (store.images_.size() == 0) {
+        store.images_ = std::move(piece);
+      } else {
+        store.images_.append_all(piece);
+      }
     }
   }
   store.examples_ = std::move(examples);

@@ -104,7 +104,9 @@ at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
 
 void init_like_transformers(torch::nn::Module& root, double std) {
   at::NoGradGuard no_grad;
-  for (const auto& module : root.modules(/*include_self=*/true)) {
+  // include_self=false: the root is not a Linear/Embedding/LayerNorm, and during its constructor it
+  // is not yet owned by a shared_ptr (which modules(true) needs).
+  for (const auto& module : root.modules(/*include_self=*/false)) {
     if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
       linear->weight.normal_(0.0, std);
       if (linear->bias.defined()) linear->bias.zero_();

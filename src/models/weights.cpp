@@ -59,8 +59,9 @@ struct Problems {
   }
 };
 
+// `encoder_matches`: checkpoint tensors found for model names outside the head modules.
 [[noreturn]] void throw_problems(const Problems& p, const SequenceClassifier& model, const std::string& source,
-                                 std::size_t expected_count) {
+                                 std::size_t encoder_matches) {
   const ModelSpec& spec = model.spec();
   std::string message = fmt::format(
       "cannot load {} into {} ({}): {} missing, {} unexpected, {} wrong-shaped, {} wrong-typed tensor(s)", source,
@@ -74,7 +75,7 @@ struct Problems {
   section("wrong shape (expected vs checkpoint)", p.wrong_shape);
   section("wrong dtype (expected floating point)", p.wrong_dtype);
   section("duplicate (two checkpoint names for one tensor)", p.duplicate);
-  if (p.missing.size() == expected_count) {
+  if (encoder_matches == 0) {
     message += fmt::format("\n---> HINT: no tensor matched; is this a {} checkpoint? (config.json model_type)",
                            spec.model_type);
   } else if (!p.wrong_shape.empty()) {
@@ -118,12 +119,13 @@ LoadReport load_state_dict(SequenceClassifier& model, const StateDict& tensors, 
   }
 
   // 2. Every model tensor: present with the right shape, or absent as part of a whole head module.
-  std::map<std::string, std::pair<std::size_t, std::size_t>> head_counts;  // head -> (present, absent)
+  std::map<std::string, std::size_t> head_present;  // head module -> tensors of it in the checkpoint
+  std::size_t encoder_matches = 0;
   for (const auto& [key, param] : expected) {
     const std::string head = head_module_of(spec, key);
-    const bool present = incoming.count(key) > 0;
-    if (!head.empty()) (present ? head_counts[head].first : head_counts[head].second)++;
-    if (!present) continue;
+    if (incoming.count(key) == 0) continue;
+    if (head.empty()) ++encoder_matches;
+    else ++head_present[head];
     const at::Tensor& value = *incoming.at(key).tensor;
     if (value.sizes() != param.sizes()) {
       problems.wrong_shape.push_back(fmt::format("{} {} vs {}", key, shape_of(param), shape_of(value)));
@@ -134,7 +136,7 @@ LoadReport load_state_dict(SequenceClassifier& model, const StateDict& tensors, 
   for (const auto& [key, param] : expected) {
     if (incoming.count(key)) continue;
     const std::string head = head_module_of(spec, key);
-    if (!head.empty() && head_counts[head].first == 0) report.newly_initialized.push_back(key);
+    if (!head.empty() && head_present[head] == 0) report.newly_initialized.push_back(key);
     else problems.missing.push_back(key);
   }
 
@@ -144,7 +146,7 @@ LoadReport load_state_dict(SequenceClassifier& model, const StateDict& tensors, 
     if (is_ignorable(spec, key)) report.ignored.push_back(in.original);
     else problems.unexpected.push_back(in.original);
   }
-  if (!problems.empty()) throw_problems(problems, model, source, expected.size());
+  if (!problems.empty()) throw_problems(problems, model, source, encoder_matches);
 
   // 4. Copy (converting dtype and device); nothing above modified the model.
   at::NoGradGuard no_grad;
@@ -164,9 +166,14 @@ LoadReport load_state_dict(SequenceClassifier& model, const StateDict& tensors, 
 
 std::string LoadReport::summary() const {
   std::string out = fmt::format("loaded {} tensor(s)", loaded.size());
-  if (added_base_prefix) out += " (base model checkpoint: prefix added)";
+  if (added_base_prefix) out += " (a bare base model: base_model_prefix added)";
+  // Lists are for logs: the first dozen names, then a count.
+  constexpr std::size_t kShown = 12;
   auto section = [&](const char* title, const std::vector<std::string>& items) {
-    if (!items.empty()) out += fmt::format("\n  {} ({}): {}", title, items.size(), join(items));
+    if (items.empty()) return;
+    const std::vector<std::string> shown(items.begin(), items.begin() + std::min(items.size(), kShown));
+    out += fmt::format("\n  {} ({}): {}", title, items.size(), join(shown));
+    if (items.size() > kShown) out += fmt::format(", ... and {} more", items.size() - kShown);
   };
   section("newly initialized, train before use", newly_initialized);
   section("ignored", ignored);

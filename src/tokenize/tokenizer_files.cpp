@@ -81,35 +81,55 @@ std::string template_text(const JsonObject& processor, const std::string& field)
   return text;
 }
 
-// Reads the [CLS] and [SEP] tokens from a BERT post-processor, insisting on the BERT template.
-void read_post_processor(const JsonObject& root, TokenizerConfig& config) {
-  const JsonObject processor = root.object("post_processor");
-  const std::string type = processor.required_string("type");
-  if (type == "BertProcessing") {
-    const auto& cls = processor.array("cls");
-    const auto& sep = processor.array("sep");
-    if (cls.empty() || !cls[0].is_string()) processor.fail_field("cls", "[token, id]", cls);
-    if (sep.empty() || !sep[0].is_string()) processor.fail_field("sep", "[token, id]", sep);
-    config.cls_token = cls[0].get<std::string>();
-    config.sep_token = sep[0].get<std::string>();
-    return;
+// The id a post-processor gives a special token must be the token's vocabulary id.
+void check_special_id(const JsonObject& processor, const std::string& field, const std::string& token,
+                      const nlohmann::json& id, const Vocab& vocab) {
+  const auto expected = vocab.find(token);
+  if (!expected || !id.is_number_integer() || id.get<int64_t>() != *expected) {
+    processor.fail_field(field, fmt::format("the vocabulary id of '{}' ({})", token, expected ? *expected : -1), id);
   }
-  if (type != "TemplateProcessing") processor.fail_field("type", "\"TemplateProcessing\" or \"BertProcessing\"", type);
-  const auto& single = processor.array("single");
-  if (single.size() != 3 || !single[0].contains("SpecialToken") || !single[2].contains("SpecialToken")) {
-    processor.fail_field("single", "[CLS] $A [SEP]", single);
+}
+
+void read_bert_processing(const JsonObject& processor, const Vocab& vocab, TokenizerConfig& config) {
+  for (const char* field : {"cls", "sep"}) {
+    const auto& pair = processor.array(field);
+    if (pair.size() != 2 || !pair[0].is_string()) processor.fail_field(field, "[token, id]", pair);
+    check_special_id(processor, field, pair[0].get<std::string>(), pair[1], vocab);
   }
-  config.cls_token = single[0]["SpecialToken"]["id"].get<std::string>();
-  config.sep_token = single[2]["SpecialToken"]["id"].get<std::string>();
-  const std::string cls = config.cls_token, sep = config.sep_token;
+  config.cls_token = processor.array("cls")[0].get<std::string>();
+  config.sep_token = processor.array("sep")[0].get<std::string>();
+}
+
+void read_template_processing(const JsonObject& processor, const Vocab& vocab, TokenizerConfig& config) {
+  const std::string single = template_text(processor, "single");  // validates the items
+  const auto& items = processor.array("single");
+  if (items.size() != 3 || !items[0].contains("SpecialToken") || !items[2].contains("SpecialToken")) {
+    processor.fail_field("single", "\"[CLS]:0 $A:0 [SEP]:0\"", single);
+  }
+  const std::string cls = items[0]["SpecialToken"]["id"].get<std::string>();
+  const std::string sep = items[2]["SpecialToken"]["id"].get<std::string>();
   const std::string expected_single = fmt::format("{}:0 $A:0 {}:0", cls, sep);
   const std::string expected_pair = fmt::format("{}:0 $A:0 {}:0 $B:1 {}:1", cls, sep, sep);
-  if (template_text(processor, "single") != expected_single) {
-    processor.fail_field("single", "\"" + expected_single + "\"", template_text(processor, "single"));
+  if (single != expected_single) processor.fail_field("single", "\"" + expected_single + "\"", single);
+  const std::string pair = template_text(processor, "pair");
+  if (pair != expected_pair) processor.fail_field("pair", "\"" + expected_pair + "\"", pair);
+  const JsonObject specials = processor.object("special_tokens");
+  for (const std::string& token : {cls, sep}) {
+    const auto& ids = specials.object(token).array("ids");
+    if (ids.size() != 1) specials.fail_field(token + ".ids", "one id", ids);
+    check_special_id(specials, token + ".ids", token, ids[0], vocab);
   }
-  if (template_text(processor, "pair") != expected_pair) {
-    processor.fail_field("pair", "\"" + expected_pair + "\"", template_text(processor, "pair"));
-  }
+  config.cls_token = cls;
+  config.sep_token = sep;
+}
+
+// Reads the [CLS] and [SEP] tokens from a BERT post-processor, insisting on the BERT template.
+void read_post_processor(const JsonObject& root, const Vocab& vocab, TokenizerConfig& config) {
+  const JsonObject processor = root.object("post_processor");
+  const std::string type = processor.required_string("type");
+  if (type == "BertProcessing") return read_bert_processing(processor, vocab, config);
+  if (type != "TemplateProcessing") processor.fail_field("type", "\"TemplateProcessing\" or \"BertProcessing\"", type);
+  read_template_processing(processor, vocab, config);
 }
 
 // Added tokens must be plain vocabulary entries matched verbatim in the raw text (how BERT's special tokens are).
@@ -162,7 +182,7 @@ TokenizerConfig read_tokenizer_json(const JsonObject& root, std::optional<Vocab>
   if (pre_tokenizer.required_string("type") != "BertPreTokenizer") {
     pre_tokenizer.fail_field("type", "\"BertPreTokenizer\"", pre_tokenizer.json()["type"]);
   }
-  read_post_processor(root, config);
+  read_post_processor(root, *vocab, config);
   return config;
 }
 

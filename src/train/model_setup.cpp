@@ -42,7 +42,12 @@ io::HfConfig load_config(const TrainOptions& options, const data::DatasetReader&
 
 // The dataset's token ids must be valid rows of the model's embedding.
 void check_fits_dataset(const io::HfConfig& config, const data::DatasetReader& dataset, const std::string& source) {
-  if (!is_text(dataset)) return;
+  if (!is_text(dataset)) {
+    HPCTRAIN_CHECK(config.model_type() != "distilbert" && config.model_type() != "bert",
+                   "{}: model_type '{}' is a text model, but '{}' is an image dataset", source, config.model_type(),
+                   dataset.path().string());
+    return;
+  }
   int64_t vocab = 0;
   if (config.model_type() == "distilbert") vocab = config.distilbert().vocab_size;
   else if (config.model_type() == "bert") vocab = config.bert().vocab_size;
@@ -53,14 +58,17 @@ void check_fits_dataset(const io::HfConfig& config, const data::DatasetReader& d
                  source, vocab, dataset.vocab_size());
 }
 
-// Labels come from the dataset; returns true when the head changes size.
-bool set_dataset_labels(io::HfConfig& config, const data::DatasetReader& dataset, ModelSetup& setup) {
+// Labels come from the dataset; returns true when the head changes size. `pretrained`: weights will be loaded.
+bool set_dataset_labels(io::HfConfig& config, const data::DatasetReader& dataset, bool pretrained, ModelSetup& setup) {
   const std::vector<std::string>& names = dataset.label_names();
   if (config.common.id2label == names) return false;
   const bool resized = config.common.num_labels() != static_cast<int64_t>(names.size());
-  setup.notes.push_back(fmt::format("labels from the dataset: {} ({} had {})", fmt::join(names, ", "),
-                                    resized ? "the classification head is re-initialized; the config" : "the config",
-                                    fmt::join(config.common.id2label, ", ")));
+  if (pretrained)
+    setup.notes.push_back(fmt::format("labels from the dataset: {} ({} had {})", fmt::join(names, ", "),
+                                      resized ? "the classification head is re-initialized; the checkpoint" : "the checkpoint",
+                                      fmt::join(config.common.id2label, ", ")));
+  else
+    setup.notes.push_back(fmt::format("labels from the dataset: {}", fmt::join(names, ", ")));
   config.common.set_labels(names);
   return resized;
 }
@@ -141,7 +149,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
   io::HfConfig config = load_config(options, dataset);
   check_fits_dataset(config, dataset, source);
-  const bool resized = set_dataset_labels(config, dataset, setup);
+  const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   torch::manual_seed(options.seed);
   setup.model = models::from_config(config);
   if (!options.model_dir.empty()) {

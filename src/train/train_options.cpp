@@ -47,6 +47,9 @@ void check_optimization(const TrainOptions& o) {
   HPCTRAIN_CHECK(o.lr >= 0, "--lr {}: expected >= 0", o.lr);
   check_finite(o.weight_decay, "--weight-decay");
   HPCTRAIN_CHECK(o.weight_decay >= 0, "--weight-decay {}: expected >= 0", o.weight_decay);
+  HPCTRAIN_CHECK(o.adam_beta1 >= 0 && o.adam_beta1 < 1, "--adam-beta1 {}: expected 0 <= beta1 < 1", o.adam_beta1);
+  HPCTRAIN_CHECK(o.adam_beta2 >= 0 && o.adam_beta2 < 1, "--adam-beta2 {}: expected 0 <= beta2 < 1", o.adam_beta2);
+  HPCTRAIN_CHECK(o.adam_epsilon > 0 && std::isfinite(o.adam_epsilon), "--adam-epsilon {}: expected > 0", o.adam_epsilon);
   HPCTRAIN_CHECK(o.warmup_ratio >= 0 && o.warmup_ratio < 1, "--warmup-ratio {}: expected 0 <= ratio < 1", o.warmup_ratio);
   check_not_negative(o.warmup_steps, "--warmup-steps", "use --warmup-ratio");
   HPCTRAIN_CHECK(!(o.warmup_steps > 0 && o.warmup_ratio > 0), "give --warmup-steps or --warmup-ratio, not both");

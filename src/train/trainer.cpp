@@ -14,12 +14,14 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
@@ -93,7 +95,7 @@ struct Run {
 
   Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, accelerator_options(o)) {}
   void set_up();
-  void print_plan() const;
+  void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
   void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip);
   void after_step(bool epoch_ended);
@@ -120,8 +122,8 @@ void Run::set_up() {
   collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
-  optimizer = std::make_unique<AdamW>(setup.model->named_parameters().pairs(), AdamWOptions{options.lr, 0.9, 0.999, 1e-8,
-                                                                                           options.weight_decay});
+  const AdamWOptions adamw{options.lr, options.adam_beta1, options.adam_beta2, options.adam_epsilon, options.weight_decay};
+  optimizer = std::make_unique<AdamW>(setup.model->named_parameters().pairs(), adamw);
   acc.register_optimizer(*optimizer);
   if (!resume_dir.empty()) {
     (void)acc.load_state(resume_dir);
@@ -159,7 +161,7 @@ void Run::set_up() {
   for (const std::string& note : plan.notes) log::info("resume: {}", note);
 }
 
-void Run::print_plan() const {
+void Run::print_plan() {
   const RunGeometry& g = plan.geometry;
   int64_t parameters = 0;
   for (const auto& p : setup.model->parameters()) parameters += p.numel();
@@ -262,7 +264,8 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   times.total = since(step_start);
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
-  const StepRecord record{state.global_step, state.epoch_float(), rows > 0 ? loss_sum / rows : 0.0, lr, grad_norm,
+  const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
+  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm,
                           static_cast<int64_t>(rows), times};
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }

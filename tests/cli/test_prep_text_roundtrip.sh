@@ -11,8 +11,8 @@ PY=/usr/bin/python3
 } >"$WORK/rows.csv"
 
 prep() { "$HPCTRAIN" prep text --input "$WORK/rows.csv" --text-field sentence --label-field label --tokenizer "$TOKENIZER" \
-  --max-length 16 --validation-fraction 0.2 --seed 7 --no-progress "$@"; }
-expect_success "prep csv" prep --output "$WORK/a.h5"
+  --max-length 16 --validation-fraction 0.2 --no-progress "$@"; }
+expect_success "prep csv" prep --output "$WORK/a.h5" --seed 7
 grep -q "train: 120 examples" "$WORK/out" && ok "train count printed" || { bad "train count"; cat "$WORK/out"; }
 grep -q "validation: 30 examples" "$WORK/out" && ok "validation count printed" || bad "validation count"
 expect_success "h5py reads schema v1" "$PY" "$(dirname "$0")/check_text_h5.py" "$WORK/a.h5" 120 30 neg,pos
@@ -22,7 +22,7 @@ hist=$("$PY" -c "import h5py,numpy as np; f=h5py.File('$WORK/a.h5'); print(np.bi
 [[ "$hist" == "[10, 20]" ]] && ok "stratified validation split" || bad "stratified split: $hist"
 
 # Deterministic per seed; a different seed shuffles differently.
-expect_success "prep again, same seed" prep --output "$WORK/b.h5"
+expect_success "prep again, same seed" prep --output "$WORK/b.h5" --seed 7
 expect_success "prep again, other seed" prep --output "$WORK/c.h5" --seed 8
 same() { "$PY" -c "import h5py,numpy as np,sys; a=h5py.File(sys.argv[1]); b=h5py.File(sys.argv[2]); sys.exit(0 if all(np.array_equal(a[k][:], b[k][:]) for k in ['train/input_ids','train/offsets','train/labels','train/source_index']) else 1)" "$@"; }
 same "$WORK/a.h5" "$WORK/b.h5" && ok "same seed, same content" || bad "same seed differs"

@@ -4,6 +4,8 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <random>
+
 namespace io = hpctrain::io;
 using io::test::le_u64;
 using io::test::require_error;
@@ -125,6 +127,46 @@ BOOST_AUTO_TEST_CASE(valid_edge_cases_are_accepted) {
   BOOST_TEST(io::to_f32(file.tensor("s")).at(0) == 1.0f);
   BOOST_TEST(file.tensor("z").nbytes == 0u);
   BOOST_TEST(file.metadata().empty());
+}
+
+// Deterministic mutation fuzzing: random byte flips, truncations and length prefixes over a valid file
+// must each give a clean open or an hpctrain::Error, never a crash (run under ASan/UBSan to be sure).
+BOOST_AUTO_TEST_CASE(mutated_files_fail_cleanly) {
+  ScratchDir dir;
+  const std::string floats = io::test::raw_bytes<float>({1, 2, 3, 4, 5, 6});
+  io::save_safetensors(dir / "valid.safetensors",
+                       {io::test::view_of("a.weight", io::DType::f32, {2, 2}, floats.substr(0, 16)),
+                        io::test::view_of("b", io::DType::bf16, {4}, floats.substr(16, 8))},
+                       {{"format", "pt"}});
+  const std::string valid = io::test::read_bytes(dir / "valid.safetensors");
+  std::mt19937_64 random(12345);
+  int opened = 0;
+  int rejected = 0;
+  for (int round = 0; round < 600; ++round) {
+    std::string bytes = valid;
+    switch (round % 3) {
+      case 0:  // flip 1-4 bytes anywhere
+        for (int flips = 1 + static_cast<int>(random() % 4); flips > 0; --flips) {
+          bytes[random() % bytes.size()] = static_cast<char>(random());
+        }
+        break;
+      case 1:  // truncate
+        bytes.resize(random() % bytes.size());
+        break;
+      default:  // a random header length
+        bytes.replace(0, 8, le_u64(round % 2 ? random() : random() % (bytes.size() + 16)));
+    }
+    write_bytes(dir / "mutant.safetensors", bytes);
+    try {
+      const io::SafetensorsFile file(dir / "mutant.safetensors");
+      for (const io::TensorView& tensor : file.tensors()) BOOST_REQUIRE(tensor.nbytes <= file.data_bytes());
+      ++opened;
+    } catch (const hpctrain::Error&) {
+      ++rejected;
+    }
+  }
+  BOOST_TEST_MESSAGE("mutants opened " << opened << ", rejected " << rejected);
+  BOOST_TEST(rejected > 300);
 }
 
 BOOST_AUTO_TEST_CASE(not_a_regular_file) {

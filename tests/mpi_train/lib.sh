@@ -8,7 +8,7 @@ MPIEXEC=${3:-mpirun}
 HERE="$REPO/tests/mpi_train"
 PY=/usr/bin/python3
 WORK=$(mktemp -d /tmp/hpctrain-train.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT  # HPCTRAIN_KEEP_WORK=1 keeps it for debugging
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 passed=0
 failed=0
@@ -32,7 +32,8 @@ run_ok() {
   if "$@" >"$log" 2>&1; then ok "$name"; else bad "$name (exit $?)"; tail -30 "$log"; fi
 }
 
-# make_fixture [DROPOUT]: $WORK/tok (vocab), $WORK/data.h5 (80 train / 20 validation, 3 labels), $WORK/config.json.
+# make_fixture [DROPOUT]: $WORK/tok (vocab), $WORK/data.h5 (100 rows, 3 labels: TRAIN_N = 79 train and VAL_N = 21
+# validation examples after the stratified split), $WORK/config.json.
 make_fixture() {
   local dropout=${1:-0.0}
   mkdir -p "$WORK/tok"
@@ -55,6 +56,8 @@ PYEOF
   "$HPCTRAIN" prep text --input "$WORK/rows.jsonl" --text-field text --label-field label --tokenizer "$WORK/tok" \
     --max-length 16 --validation-fraction 0.2 --seed 3 --compression none --no-progress --output "$WORK/data.h5" \
     >"$WORK/prep.log" 2>&1 || { echo "fixture: prep failed"; cat "$WORK/prep.log"; exit 1; }
+  read -r TRAIN_N VAL_N < <("$PY" -c "import h5py, sys; f = h5py.File(sys.argv[1], 'r'); \
+print(f['train/labels'].shape[0], f['validation/labels'].shape[0])" "$WORK/data.h5")
   cat >"$WORK/config.json" <<JSON
 {"model_type": "distilbert", "vocab_size": 40, "dim": 32, "n_layers": 2, "n_heads": 2, "hidden_dim": 64,
  "max_position_embeddings": 32, "dropout": $dropout, "attention_dropout": $dropout, "seq_classif_dropout": $dropout}
@@ -64,7 +67,7 @@ JSON
 # train_args OUTPUT: the common options of a quick run on the fixture (1 thread per rank, no progress bar).
 train_args() {
   echo --model-config "$WORK/config.json" --data "$WORK/data.h5" --tokenizer "$WORK/tok" --output "$1" \
-    --threads 1 --device cpu --no-progress --logging-steps 1 --lr 1e-3
+    --threads 1 --device cpu --no-progress --logging-steps 1 --lr "${LR:-1e-3}"
 }
 
 # compare A.safetensors B.safetensors TOLERANCE: max relative difference of every tensor <= TOLERANCE.

@@ -7,6 +7,7 @@ run_ok "train 1 epoch on 2 ranks" "$WORK/train.log" mpi 2 train $(train_args "$o
 grep -Eq "validation: accuracy [0-9.]+ \(majority-class baseline 0\.3[0-9]+\)" "$WORK/train.log" \
   && ok "summary: accuracy next to the majority baseline" || { bad "summary line"; tail -5 "$WORK/train.log"; }
 [[ $(grep -c "validation: accuracy" "$WORK/train.log") -eq 1 ]] && ok "rank 0 logs alone" || bad "duplicate log lines"
+# 79 examples on 2 ranks: 40 per rank (one padding duplicate), 10 steps of 4 per rank.
 [[ -d "$out/checkpoint-10" && $(ls -d "$out"/checkpoint-* | wc -l) -eq 1 ]] && ok "checkpoint-10 only (--save-total-limit 1)" \
   || { bad "checkpoints"; ls "$out"; }
 for f in config.json model.safetensors vocab.txt tokenizer_config.json; do
@@ -31,10 +32,10 @@ for name in ["distilbert.embeddings.word_embeddings.weight", "distilbert.embeddi
     assert name in names, name
 print(len(names), "tensors")
 PYEOF
-grep -q '"time": {' "$out/metrics.jsonl" && grep -q '"exposed_communication"' "$out/metrics.jsonl" \
+grep -q '"time":{' "$out/metrics.jsonl" && grep -q '"exposed_communication"' "$out/metrics.jsonl" \
   && ok "metrics.jsonl with the time breakdown" || bad "metrics.jsonl"
 run_ok "hpctrain predict on final/" "$WORK/predict.log" mpi 2 predict --model "$out/final" --data "$WORK/data.h5" \
   --split validation --output "$WORK/preds.jsonl"
-[[ $(wc -l <"$WORK/preds.jsonl") -eq 20 ]] && ok "20 predictions" || bad "prediction count"
+[[ $(wc -l <"$WORK/preds.jsonl") -eq $VAL_N ]] && ok "$VAL_N predictions, one per validation example" || bad "prediction count"
 run_ok "hpctrain eval on final/" "$WORK/eval.log" mpi 1 eval --model "$out/final" --data "$WORK/data.h5"
 finish

@@ -25,14 +25,15 @@ PYEOF
 
 # --- other numbers of ranks, --shuffle global: 2 ranks x 4 for 3 steps (24 samples), then the epoch's rest ---
 global=(--shuffle global --epochs 1 --save-steps 100 --eval-steps 100)
-check_epoch() {  # check_epoch NAME TRACE_DIR: epoch 0's trained examples are all 80, each once
-  "$PY" - "$2" <<'PYEOF' && ok "$1: every example of the epoch exactly once" || bad "$1: examples skipped or repeated"
+check_epoch() {  # check_epoch NAME TRACE_DIR: epoch 0's trained examples are all TRAIN_N, each once
+  "$PY" - "$2" "$TRAIN_N" <<'PYEOF' && ok "$1: every example of the epoch exactly once" || bad "$1: examples skipped or repeated"
 import collections, glob, sys
 seen = [int(l.split()[2]) for f in glob.glob(sys.argv[1] + "/examples-rank*.txt") for l in open(f) if l.split()[0] == "0"]
+n = int(sys.argv[2])
 counts = collections.Counter(seen)
 repeated = [e for e, c in counts.items() if c > 1]
-print(f"{len(seen)} trained, {len(counts)} distinct, repeated {repeated[:10]}, missing {sorted(set(range(80)) - set(counts))[:10]}")
-sys.exit(0 if len(seen) == 80 and sorted(counts) == list(range(80)) else 1)
+print(f"{len(seen)} trained, {len(counts)} distinct, repeated {repeated[:10]}, missing {sorted(set(range(n)) - set(counts))[:10]}")
+sys.exit(0 if len(seen) == n and sorted(counts) == list(range(n)) else 1)
 PYEOF
 }
 for target in "1 4 per-rank batch 4 -> 8" "3 3 global batch changes from 8 to 9"; do
@@ -45,7 +46,7 @@ for target in "1 4 per-rank batch 4 -> 8" "3 3 global batch changes from 8 to 9"
   grep -q "$note" "$WORK/w$np-b.log" && ok "says: $note" || { bad "note '$note'"; head -20 "$WORK/w$np-b.log"; }
   grep -q "continuing epoch 0 at sample 24" "$WORK/w$np-b.log" && ok "continues at sample 24" || bad "sample position"
   check_epoch "2 -> $np ranks" "$out/trace"
-  "$PY" -c "import json,sys; s=json.load(open('$out/trainer_state.json'))['hpctrain']; sys.exit(0 if s['samples_seen']==80 and s['epoch_index']==1 else 1)" \
-    && ok "trainer_state: 80 samples seen, epoch complete" || bad "trainer_state counters"
+  "$PY" -c "import json,sys; s=json.load(open('$out/trainer_state.json'))['hpctrain']; sys.exit(0 if s['samples_seen']==$TRAIN_N and s['epoch_index']==1 else 1)" \
+    && ok "trainer_state: $TRAIN_N samples seen, epoch complete" || bad "trainer_state counters"
 done
 finish

@@ -219,6 +219,10 @@ BOOST_AUTO_TEST_CASE(tokenizer_json_errors) {
   write(root);
   expect_error(load, {"field 'added_tokens[0].normalized': expected false (not supported)"});
   root = tiny_tokenizer_json();
+  root["post_processor"]["special_tokens"]["[CLS]"]["ids"] = {5};
+  write(root);
+  expect_error(load, {"field 'post_processor.special_tokens.[CLS].ids': expected the vocabulary id of '[CLS]' (2), got 5"});
+  root = tiny_tokenizer_json();
   root["post_processor"]["pair"] = root["post_processor"]["single"];
   write(root);
   expect_error(load, {"field 'post_processor.pair': expected \"[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1\""});

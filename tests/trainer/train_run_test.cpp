@@ -44,7 +44,7 @@ double max_weight_difference(const fs::path& a, const fs::path& b) {
   return worst;
 }
 
-TrainResult train(const TrainOptions& options) {
+TrainResult run_once(const TrainOptions& options) {
   auto comm = dist::make_single_process_comm();
   return run_training(*comm, options);
 }
@@ -57,7 +57,7 @@ BOOST_AUTO_TEST_CASE(a_run_writes_hugging_face_checkpoints_metrics_and_a_final_m
   Scratch scratch("layout");
   TrainOptions o = trainer_test::tiny_options(scratch);
   o.save_steps = 2, o.save_total_limit = 2, o.eval_steps = 3;
-  const TrainResult result = train(o);
+  const TrainResult result = run_once(o);
   BOOST_TEST(result.global_step == 6);  // 24 examples / 4 per step
   BOOST_TEST_REQUIRE(result.eval.has_value());
   BOOST_TEST(result.eval->examples == 10);
@@ -90,12 +90,12 @@ BOOST_AUTO_TEST_CASE(resume_after_an_interruption_equals_the_uninterrupted_run) 
   TrainOptions o = trainer_test::tiny_options(scratch, /*dropout=*/0.2);  // dropout on: Note [Dropout seeds]
   o.lr_scheduler = "constant", o.warmup_steps = 2, o.max_steps = 8, o.save_steps = 3;
   o.output = scratch / "whole";
-  train(o);
+  run_once(o);
   o.output = scratch / "pieces";
   o.max_steps = 5;  // stops mid-epoch (6 steps per epoch)
-  train(o);
+  run_once(o);
   o.max_steps = 8, o.resume = "auto";
-  const TrainResult resumed = train(o);
+  const TrainResult resumed = run_once(o);
   BOOST_TEST(resumed.start_step == 5);
   BOOST_TEST(resumed.global_step == 8);
   BOOST_TEST(max_weight_difference(scratch / "whole" / "final", scratch / "pieces" / "final") < 1e-6);
@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(invalid_options_are_rejected_before_any_work) {
     TrainOptions o = good;
     edit(o);
     try {
-      train(o);
+      run_once(o);
       BOOST_ERROR("expected an error mentioning " << expected);
     } catch (const Error& e) {
       BOOST_TEST(std::string(e.what()).find(expected) != std::string::npos, e.what());
@@ -134,12 +134,12 @@ BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_or_is_skipped) {
   Scratch scratch("nonfinite");
   TrainOptions o = trainer_test::tiny_options(scratch);
   o.lr = 1e30, o.max_grad_norm = 0, o.lr_scheduler = "constant";
-  BOOST_CHECK_EXCEPTION(train(o), Error, [](const Error& e) {
+  BOOST_CHECK_EXCEPTION(run_once(o), Error, [](const Error& e) {
     return std::string(e.what()).find("not finite") != std::string::npos;
   });
   o.skip_nonfinite = true;
   o.output = scratch / "skipping";
-  const TrainResult result = train(o);
+  const TrainResult result = run_once(o);
   BOOST_TEST(result.global_step == 6);
   const nlohmann::json state = nlohmann::json::parse(read_text(o.output / "trainer_state.json"));
   BOOST_TEST(state["hpctrain"]["skipped_steps"].get<int64_t>() > 0);

@@ -75,7 +75,7 @@ BOOST_AUTO_TEST_CASE(json_round_trip_keeps_every_field_and_hf_keys) {
   BOOST_TEST(back.skipped_steps == 1);
   BOOST_TEST(back.geometry.global_batch() == 8);
   BOOST_TEST(back.geometry.seed == 7u);
-  BOOST_TEST(back.schedule.kind == ScheduleKind::cosine);
+  BOOST_TEST((back.schedule.kind == ScheduleKind::cosine));
   BOOST_TEST(back.schedule.total_steps == 50);
   BOOST_TEST(*back.best_metric == 0.75);
   BOOST_TEST(back.log_history.size() == 1u);

@@ -52,7 +52,7 @@ class DatasetReader {
   // An unknown split throws an Error listing the available ones.
   [[nodiscard]] SplitInfo split_info(const std::string& split) const;
 
-  // Full validation of a split, reading in bounded pieces (~1M elements at a time).
+  // Full validation of a split, reading in bounded pieces (64 Ki examples, or 64 MiB of pixels, at a time).
   void validate_split(const std::string& split) const;
   // The same for examples [begin, end) only, plus the structural checks of split_info; lets every rank
   // validate its own shard so that together they cover the split.
@@ -67,6 +67,8 @@ class DatasetReader {
   [[nodiscard]] ImageExamples read_image_indices(const std::string& split, const std::vector<int64_t>& indices) const;
 
   [[nodiscard]] std::vector<int64_t> read_labels(const std::string& split, int64_t begin, int64_t end) const;
+  // Input-file row of examples [begin, end) (predict reports it next to each prediction).
+  [[nodiscard]] std::vector<int64_t> read_source_index(const std::string& split, int64_t begin, int64_t end) const;
   // Length in tokens of every example of a text split (from offsets, read in pieces).
   [[nodiscard]] std::vector<int64_t> read_lengths(const std::string& split) const;
   // Tokens held by examples [begin, end): offsets[end] - offsets[begin] (two small reads).

@@ -4,9 +4,10 @@
 //
 // Reading (see docs/hdf5-format.md, "How the loader reads"):
 //  - shard/none mode: only this rank's shard is read. If it fits in cache_bytes it is read once at
-//    construction and kept across epochs; otherwise it is streamed in blocks of at most cache_bytes / 2
+//    construction and kept across epochs; otherwise it is streamed in blocks of about cache_bytes / 2
 //    and the within-shard shuffle becomes a block shuffle (block order permuted, then positions within
-//    each block), so every block is read once per epoch.
+//    each block), so every block is read once per epoch. The shard-mode order thus depends on whether
+//    (and in how many blocks) the shard streams: resuming mid-epoch needs the same cache_bytes.
 //  - global mode: if the whole split fits in cache_bytes it is read once; otherwise each batch's
 //    examples are read by index (nearby indices grouped into a few hyperslab reads).
 // Validation: the constructor validates at least this rank's contiguous share of the split (all ranks

@@ -30,6 +30,7 @@ struct TrainOptions {
   int64_t gradient_accumulation_steps = 1;
   double lr = 5e-5;
   double weight_decay = 0.0;
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;  // Hugging Face's defaults
   double warmup_ratio = 0.0;               // share of the total steps; used when warmup_steps == 0
   int64_t warmup_steps = 0;
   std::string lr_scheduler = "linear";     // linear | cosine | constant

@@ -1,0 +1,111 @@
+// Forward + backward step time of hpctrain's models (the peer is bench/models/torch_models.py; both are run by
+// bench/models/run.sh). A step: zero grads, forward with random input_ids/labels (or pixels/labels), loss =
+// cross-entropy (the model's own single-label loss), loss.backward(). No optimizer. Train mode (dropout on, HF
+// defaults). Prints one JSON line: {"impl","model","threads","steps","median_s","samples_per_s"}.
+//
+// Usage: bench_models --model distilbert|cnn [--threads N=1] [--steps S=20] [--warmup W=3]
+#include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/models/model.hpp"
+#include "hpctrain/models/registry.hpp"
+#include "hpctrain/train/threads.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The benchmark models of issue 3 ("Speed"); the peer builds the same layers.
+nlohmann::json config_for(const std::string& model) {
+  if (model == "distilbert") {
+    return {{"model_type", "distilbert"}, {"dim", 256},        {"n_layers", 4},
+            {"n_heads", 4},               {"hidden_dim", 1024}, {"vocab_size", 30522},
+            {"num_labels", 2}};
+  }
+  if (model == "cnn") {
+    return {{"model_type", "hpctrain-cnn"}, {"in_channels", 1},     {"image_size", 28},
+            {"conv_channels", {32, 64}},    {"hidden", {128}},      {"num_labels", 10}};
+  }
+  std::cerr << "bench_models: --model must be distilbert or cnn, got '" << model << "'\n";
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_name = "distilbert";
+  int threads = 1;
+  int steps = 20;
+  int warmup = 3;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 >= argc) {
+      std::cerr << "bench_models: " << arg << " needs a value\n";
+      return 2;
+    }
+    const std::string value = argv[++i];
+    if (arg == "--model") model_name = value;
+    else if (arg == "--threads") threads = std::stoi(value);
+    else if (arg == "--steps") steps = std::stoi(value);
+    else if (arg == "--warmup") warmup = std::stoi(value);
+    else {
+      std::cerr << "bench_models: unknown option " << arg
+                << " (usage: --model distilbert|cnn --threads N --steps S --warmup W)\n";
+      return 2;
+    }
+  }
+  if (steps < 1 || warmup < 0 || threads < 1) {
+    std::cerr << "bench_models: need --steps >= 1, --warmup >= 0, --threads >= 1\n";
+    return 2;
+  }
+
+  hpctrain::train::set_threads(threads);
+  torch::manual_seed(0);
+  const bool text = model_name == "distilbert";
+  const auto config = hpctrain::io::HfConfig::from_json(config_for(model_name), "bench_models");
+  const auto model = hpctrain::models::from_config(config);
+  model->train();
+
+  const int64_t batch = text ? 16 : 64;
+  const int64_t length = 128;
+  hpctrain::models::ModelInputs inputs;
+  if (text) {
+    inputs.input_ids = at::randint(0, 30522, {batch, length}, at::kLong);
+    inputs.attention_mask = at::ones({batch, length}, at::kLong);
+    inputs.labels = at::randint(0, 2, {batch}, at::kLong);
+  } else {
+    inputs.pixel_values = at::randn({batch, 1, 28, 28});
+    inputs.labels = at::randint(0, 10, {batch}, at::kLong);
+  }
+
+  std::vector<double> times;
+  double loss_sum = 0;
+  for (int step = 0; step < warmup + steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    model->zero_grad(/*set_to_none=*/true);
+    const hpctrain::models::ModelOutput out = model->forward(inputs);
+    out.loss.backward();
+    const auto stop = std::chrono::steady_clock::now();
+    loss_sum += out.loss.item<double>();
+    if (step >= warmup) times.push_back(std::chrono::duration<double>(stop - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  const double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+
+  const nlohmann::json result{{"impl", "hpctrain"},      {"model", model_name},
+                              {"threads", threads},      {"steps", steps},
+                              {"median_s", median},      {"samples_per_s", static_cast<double>(batch) / median},
+                              {"mean_loss", loss_sum / (warmup + steps)}};
+  std::cout << result.dump() << std::endl;
+  return 0;
+}
