@@ -97,6 +97,15 @@ struct Run {
   void set_up();
   void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
+  struct MicroBatch {
+    at::Tensor keep;       // bool [B] (CPU): rows trained on (not padding, not before the resume position)
+    at::Tensor local_sum;  // this rank's summed cross-entropy over kept rows (device scalar, with grad)
+    double global_rows = 0, global_loss_sum = 0;  // summed over ranks
+    bool local_nonfinite = false, any_nonfinite = false;
+  };
+  MicroBatch forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip);
+  void on_nonfinite(bool local_nonfinite, int64_t epoch);
+  void trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t epoch);
   void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip);
   void after_step(bool epoch_ended);
   void evaluate_now();
@@ -188,13 +197,56 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip) {
   }
 }
 
+// Forward of one micro-batch and the 24-byte agreement on (rows, loss sum, non-finite) across ranks.
+Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) {
+  const RunGeometry& g = plan.geometry;
+  models::ModelInputs inputs = to_model_inputs(batch, acc.device());
+  const at::Tensor labels = inputs.labels;
+  inputs.labels = at::Tensor();  // per-example losses below, not the model's batch mean
+  const at::Tensor logits = setup.model->forward(inputs).logits;
+  MicroBatch out;
+  out.keep = batch.is_padding.logical_not().contiguous();
+  auto keep_row = out.keep.accessor<bool, 1>();
+  if (batch_index * g.per_rank_batch * g.world_size < resume_skip) {
+    for (int64_t row = 0; row < batch.size(); ++row)
+      if (before_position(g, comm.rank(), batch_index, row, resume_skip)) keep_row[row] = false;
+  }
+  const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
+  out.local_sum = at::where(out.keep.to(acc.device()), per_example, at::zeros_like(per_example)).sum();
+  const double local_value = out.local_sum.item<double>();
+  out.local_nonfinite = !std::isfinite(local_value);
+  double stats[3] = {static_cast<double>(out.keep.sum().item<int64_t>()), local_value, out.local_nonfinite ? 1.0 : 0.0};
+  comm.allreduce(stats, 3);
+  out.global_rows = stats[0], out.global_loss_sum = stats[1], out.any_nonfinite = stats[2] > 0;
+  return out;
+}
+
+// Every rank saw a non-finite loss somewhere: stop everywhere with the same message, or skip the step.
+void Run::on_nonfinite(bool local_nonfinite, int64_t epoch) {
+  const auto flags = comm.allgather_value<int32_t>(local_nonfinite ? 1 : 0);
+  std::vector<int> ranks;
+  for (int r = 0; r < comm.world_size(); ++r)
+    if (flags[static_cast<std::size_t>(r)] != 0) ranks.push_back(r);
+  HPCTRAIN_CHECK(options.skip_nonfinite, "step {} (epoch {}): the loss is not finite on rank(s) {}; stopping on every "
+                 "rank\n  hint: lower --lr (now {}), check the data, or pass --skip-nonfinite to skip such steps",
+                 state.global_step + 1, epoch, fmt::join(ranks, ", "), options.lr);
+  report->info(fmt::format("warning: step {}: the loss is not finite on rank(s) {}; the step is skipped on every rank "
+                           "(--skip-nonfinite)", state.global_step + 1, fmt::join(ranks, ", ")));
+}
+
+void Run::trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t epoch) {
+  const auto index = batch.example_index.accessor<int64_t, 1>();
+  const auto keep_row = keep.accessor<bool, 1>();
+  for (int64_t row = 0; row < batch.size(); ++row)
+    if (keep_row[row]) trace << epoch << ' ' << state.global_step + 1 << ' ' << index[row] << '\n';
+}
+
 void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip) {
   const auto step_start = Clock::now();
   const RunGeometry& g = plan.geometry;
   StepTimes times;
   double loss_sum = 0, rows = 0;
   bool skip = false;
-  auto& model = *setup.model;
   for (int64_t i = 0; i < micro_batches; ++i) {
     const int64_t batch_index = first_batch + i;
     auto start = Clock::now();
@@ -206,48 +258,22 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
     acc.set_gradient_sync(i + 1 == micro_batches);
     start = Clock::now();
     acc.seed_step(state.global_step, i);
-    models::ModelInputs inputs = to_model_inputs(*batch, acc.device());
-    const at::Tensor labels = inputs.labels;
-    inputs.labels = at::Tensor();
-    const at::Tensor logits = model.forward(inputs).logits;
-    const at::Tensor keep = batch->is_padding.logical_not().contiguous();
-    auto keep_row = keep.accessor<bool, 1>();
-    if (batch_index * g.per_rank_batch * g.world_size < resume_skip) {
-      for (int64_t row = 0; row < batch->size(); ++row)
-        if (before_position(g, comm.rank(), batch_index, row, resume_skip)) keep_row[row] = false;
-    }
-    const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
-    const at::Tensor kept = at::where(keep.to(acc.device()), per_example, at::zeros_like(per_example));
-    const at::Tensor local_sum = kept.sum();
-    const double local_value = local_sum.item<double>();
-    double stats[3] = {static_cast<double>(keep.sum().item<int64_t>()), local_value, std::isfinite(local_value) ? 0.0 : 1.0};
-    comm.allreduce(stats, 3);
+    const MicroBatch micro = forward(*batch, batch_index, resume_skip);
     times.forward += since(start);
-    if (stats[2] > 0) {
-      const auto flags = comm.allgather_value<int32_t>(std::isfinite(local_value) ? 0 : 1);
-      std::vector<int> bad;
-      for (int r = 0; r < comm.world_size(); ++r) if (flags[static_cast<std::size_t>(r)]) bad.push_back(r);
-      HPCTRAIN_CHECK(options.skip_nonfinite, "step {} (epoch {}): the loss is not finite on rank(s) {}; stopping on every "
-                     "rank\n  hint: lower --lr (now {}), check the data, or pass --skip-nonfinite to skip such steps",
-                     state.global_step + 1, epoch, fmt::join(bad, ", "), options.lr);
-      report->info(fmt::format("warning: step {}: the loss is not finite on rank(s) {}; the step is skipped on every rank "
-                            "(--skip-nonfinite)", state.global_step + 1, fmt::join(bad, ", ")));
+    if (micro.any_nonfinite) {
+      on_nonfinite(micro.local_nonfinite, epoch);
       skip = true;
       continue;
     }
-    const at::Tensor loss = local_sum * (g.world_size / (std::max(1.0, stats[0]) * static_cast<double>(micro_batches)));
+    // Gradient of the mean over the global batch once the reducer averages over W ranks.
+    const double scale = g.world_size / (std::max(1.0, micro.global_rows) * static_cast<double>(micro_batches));
     start = Clock::now();
-    acc.backward(loss);
-    const double backward_and_reduce = since(start);
+    acc.backward(micro.local_sum * scale);
     const double exposed = acc.sync_gradients() ? acc.reducer().last_step_stats().exposed_seconds : 0.0;
-    times.backward += backward_and_reduce - exposed;
+    times.backward += since(start) - exposed;
     times.exposed_communication += exposed;
-    loss_sum += stats[1], rows += stats[0];
-    if (trace.is_open()) {
-      const auto index = batch->example_index.accessor<int64_t, 1>();
-      for (int64_t row = 0; row < batch->size(); ++row)
-        if (keep_row[row]) trace << epoch << ' ' << state.global_step + 1 << ' ' << index[row] << '\n';
-    }
+    loss_sum += micro.global_loss_sum, rows += micro.global_rows;
+    if (trace.is_open()) trace_rows(*batch, micro.keep, epoch);
   }
   const auto start = Clock::now();
   double grad_norm = 0;
@@ -265,8 +291,7 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
   const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
-  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm,
-                          static_cast<int64_t>(rows), times};
+  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times};
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }
 

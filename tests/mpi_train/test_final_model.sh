@@ -3,7 +3,9 @@
 source "$(dirname "$0")/lib.sh"
 make_fixture 0.1
 out="$WORK/runs/x"
-run_ok "train 1 epoch on 2 ranks" "$WORK/train.log" mpi 2 train $(train_args "$out") --epochs 1 --batch-size 4 --save-total-limit 1
+printf 'batch-size = 4\nsave-total-limit = 1\n' >"$WORK/train.cfg"  # the same keys as the flags
+run_ok "train 1 epoch on 2 ranks" "$WORK/train.log" mpi 2 train $(train_args "$out") --epochs 1 --config "$WORK/train.cfg"
+grep -q "global batch 8 = 4 per rank x 2 rank(s)" "$WORK/train.log" && ok "--config file read" || bad "--config not applied"
 grep -Eq "validation: accuracy [0-9.]+ \(majority-class baseline 0\.3[0-9]+\)" "$WORK/train.log" \
   && ok "summary: accuracy next to the majority baseline" || { bad "summary line"; tail -5 "$WORK/train.log"; }
 [[ $(grep -c "validation: accuracy" "$WORK/train.log") -eq 1 ]] && ok "rank 0 logs alone" || bad "duplicate log lines"
