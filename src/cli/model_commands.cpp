@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 struct ModelDataOptions {
   std::string model, data, split = "validation", device = "auto";
   int64_t batch_size = 64;
+  int64_t cache_mb = 512;
   int threads = 0;
 };
 
@@ -35,6 +36,8 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
       ("data", po::value(&values.data)->required(), "dataset file written by `hpctrain prep` (.h5)")
       ("split", po::value(&values.split)->default_value(values.split), "train | validation | test")
       ("batch-size", po::value(&values.batch_size)->default_value(values.batch_size), "examples per rank and batch")
+      ("cache-mb", po::value(&values.cache_mb)->default_value(values.cache_mb),
+       "MiB of examples each rank keeps in memory; a larger shard is streamed in blocks")
       ("threads", po::value(&values.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
       ("device", po::value(&values.device)->default_value(values.device), "auto | cpu | cuda");
 }
@@ -48,6 +51,7 @@ struct Loaded {
 
 Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
   HPCTRAIN_CHECK(options.batch_size > 0, "--batch-size must be positive, got {}", options.batch_size);
+  HPCTRAIN_CHECK(options.cache_mb > 0, "--cache-mb must be positive, got {}", options.cache_mb);
   train::set_threads(options.threads > 0 ? options.threads : train::default_threads_per_rank(comm.local_size()));
   Loaded loaded;
   loaded.device = train::select_device(options.device, comm.local_rank());
@@ -61,6 +65,7 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
   loader_options.split = options.split;
   loader_options.batch_size = options.batch_size;
   loader_options.shuffle = data::ShuffleMode::none;
+  loader_options.cache_bytes = options.cache_mb << 20;
   loader_options.rank = comm.rank();
   loader_options.world_size = comm.world_size();
   loaded.loader = std::make_unique<loader::ShardLoader>(options.data, loader_options);

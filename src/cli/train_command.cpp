@@ -27,6 +27,8 @@ po::options_description data_group(train::TrainOptions& o, Texts& t) {
       ("shuffle", po::value(&t.shuffle)->default_value(t.shuffle),
        "shard | global | none; global gives the same global batches on any number of ranks (exact resume on a "
        "different number of ranks)")
+      ("cache-mb", po::value(&o.cache_mb)->default_value(o.cache_mb),
+       "MiB of examples each rank keeps in memory; a larger shard is streamed in blocks (block shuffle)")
       ("tokenizer", po::value(&t.tokenizer), "tokenizer folder the data was prepared with, copied into checkpoints "
        "(default: --model's tokenizer files)");
   return g;

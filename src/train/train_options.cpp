@@ -41,6 +41,7 @@ void check_optimization(const TrainOptions& o) {
   HPCTRAIN_CHECK(o.max_steps > 0 || o.epochs >= 1, "--epochs {}: expected >= 1 (or give --max-steps)", o.epochs);
   HPCTRAIN_CHECK(o.max_steps == -1 || o.max_steps > 0, "--max-steps {}: expected > 0 (or -1: use --epochs)", o.max_steps);
   check_positive(o.batch_size, "--batch-size");
+  check_positive(o.cache_mb, "--cache-mb");
   check_not_negative(o.eval_batch_size, "--eval-batch-size", "same as --batch-size");
   check_positive(o.gradient_accumulation_steps, "--gradient-accumulation-steps");
   check_finite(o.lr, "--lr");

@@ -141,10 +141,12 @@ void Run::set_up() {
   loader::LoaderOptions train_options;
   train_options.split = options.train_split, train_options.batch_size = plan.geometry.per_rank_batch;
   train_options.shuffle = plan.geometry.shuffle, train_options.seed = plan.geometry.seed;
+  train_options.cache_bytes = options.cache_mb << 20;
   train_loader = acc.prepare_data(options.data, train_options);
   if (dataset->has_split(options.eval_split)) {
     loader::LoaderOptions eval_options;
     eval_options.split = options.eval_split, eval_options.shuffle = data::ShuffleMode::none;
+    eval_options.cache_bytes = options.cache_mb << 20;
     eval_options.batch_size = options.eval_batch_size > 0 ? options.eval_batch_size : options.batch_size;
     eval_loader = acc.prepare_data(options.data, eval_options);
   }

@@ -16,6 +16,7 @@ struct TrainOptions {
   std::string train_split = "train";
   std::string eval_split = "validation";   // skipped when the file has no such split
   data::ShuffleMode shuffle = data::ShuffleMode::shard;
+  int64_t cache_mb = 512;                  // MiB of examples each rank keeps in memory; larger shards stream
   std::filesystem::path tokenizer;         // tokenizer folder copied into checkpoints (default: --model's)
 
   // ---- Model ----
