@@ -4,6 +4,8 @@
 // defaults). Prints one JSON line: {"impl","model","threads","steps","median_s","samples_per_s"}.
 //
 // Usage: bench_models --model distilbert|cnn [--threads N=1] [--steps S=20] [--warmup W=3]
+#include "benchmark_models.hpp"
+#include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/model.hpp"
 #include "hpctrain/models/registry.hpp"
@@ -21,25 +23,6 @@
 #include <iostream>
 #include <string>
 #include <vector>
-
-namespace {
-
-// The benchmark models of issue 3 ("Speed"); the peer builds the same layers.
-nlohmann::json config_for(const std::string& model) {
-  if (model == "distilbert") {
-    return {{"model_type", "distilbert"}, {"dim", 256},        {"n_layers", 4},
-            {"n_heads", 4},               {"hidden_dim", 1024}, {"vocab_size", 30522},
-            {"num_labels", 2}};
-  }
-  if (model == "cnn") {
-    return {{"model_type", "hpctrain-cnn"}, {"in_channels", 1},     {"image_size", 28},
-            {"conv_channels", {32, 64}},    {"hidden", {128}},      {"num_labels", 10}};
-  }
-  std::cerr << "bench_models: --model must be distilbert or cnn, got '" << model << "'\n";
-  std::exit(2);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   std::string model_name = "distilbert";
@@ -68,24 +51,14 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  hpctrain::core::tune_host_allocator();  // as the CLI does (Note [Host allocator])
   hpctrain::train::set_threads(threads);
   torch::manual_seed(0);
-  const bool text = model_name == "distilbert";
-  const auto config = hpctrain::io::HfConfig::from_json(config_for(model_name), "bench_models");
+  const auto config = hpctrain::io::HfConfig::from_json(hpctrain::bench::benchmark_config(model_name), "bench_models");
   const auto model = hpctrain::models::from_config(config);
   model->train();
-
-  const int64_t batch = text ? 16 : 64;
-  const int64_t length = 128;
-  hpctrain::models::ModelInputs inputs;
-  if (text) {
-    inputs.input_ids = at::randint(0, 30522, {batch, length}, at::kLong);
-    inputs.attention_mask = at::ones({batch, length}, at::kLong);
-    inputs.labels = at::randint(0, 2, {batch}, at::kLong);
-  } else {
-    inputs.pixel_values = at::randn({batch, 1, 28, 28});
-    inputs.labels = at::randint(0, 10, {batch}, at::kLong);
-  }
+  const int64_t batch = hpctrain::bench::benchmark_batch(model_name);
+  const hpctrain::models::ModelInputs inputs = hpctrain::bench::benchmark_inputs(model_name);
 
   std::vector<double> times;
   double loss_sum = 0;

@@ -130,6 +130,23 @@ class Cnn(nn.Module):
         return self.classifier(self.features(pixels).flatten(1))
 
 
+def build(name):
+    """The benchmark model `name` (random init from the current seed), a closure computing its logits on
+    one random batch, and that batch's labels (16 sequences of 128 tokens, or 64 images)."""
+    if name == "distilbert":
+        batch, length = 16, 128
+        model = DistilBertForSequenceClassification(DISTILBERT)
+        input_ids = torch.randint(0, DISTILBERT["vocab_size"], (batch, length))
+        attention_mask = torch.ones(batch, length, dtype=torch.long)
+        labels = torch.randint(0, DISTILBERT["num_labels"], (batch,))
+        return model, (lambda m=model: m(input_ids, attention_mask)), labels
+    batch = 64
+    model = Cnn(CNN)
+    pixels = torch.randn(batch, CNN["in_channels"], CNN["image_size"], CNN["image_size"])
+    labels = torch.randint(0, CNN["num_labels"], (batch,))
+    return model, (lambda m=model: m(pixels)), labels
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["distilbert", "cnn"], default="distilbert")
@@ -140,19 +157,8 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    if args.model == "distilbert":
-        batch, length = 16, 128
-        model = DistilBertForSequenceClassification(DISTILBERT)
-        input_ids = torch.randint(0, DISTILBERT["vocab_size"], (batch, length))
-        attention_mask = torch.ones(batch, length, dtype=torch.long)
-        labels = torch.randint(0, DISTILBERT["num_labels"], (batch,))
-        run = lambda: model(input_ids, attention_mask)  # noqa: E731
-    else:
-        batch = 64
-        model = Cnn(CNN)
-        pixels = torch.randn(batch, CNN["in_channels"], CNN["image_size"], CNN["image_size"])
-        labels = torch.randint(0, CNN["num_labels"], (batch,))
-        run = lambda: model(pixels)  # noqa: E731
+    model, run, labels = build(args.model)
+    batch = labels.size(0)
     model.train()
 
     times, loss_sum = [], 0.0

@@ -2,6 +2,7 @@
 #include "hpctrain/models/distilbert.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "models/attention.hpp"
 #include "models/layers.hpp"
 
 #include <ATen/ATen.h>

@@ -10,7 +10,6 @@
 #include <torch/nn/modules/normalization.h>
 
 #include <cmath>
-#include <limits>
 
 namespace hpctrain::models {
 
@@ -53,21 +52,6 @@ at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& label
 
 namespace detail {
 
-namespace {
-
-// torch.finfo(dtype).min for the floating dtypes activations can have.
-double lowest_value(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat: return std::numeric_limits<float>::lowest();
-    case at::kDouble: return std::numeric_limits<double>::lowest();
-    case at::kHalf: return -65504.0;
-    case at::kBFloat16: return -3.3895313892515355e38;
-    default: fail("attention: activations must be floating point, got {}", std::string(c10::toString(dtype)));
-  }
-}
-
-}  // namespace
-
 at::Tensor activate(const at::Tensor& x, io::Activation activation) {
   switch (activation) {
     case io::Activation::gelu: return at::gelu(x);  // approximate="none": x * Phi(x) with erf, as HF "gelu"
@@ -75,31 +59,6 @@ at::Tensor activate(const at::Tensor& x, io::Activation activation) {
     case io::Activation::relu: return at::relu(x);
   }
   return x;
-}
-
-at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
-                          int64_t heads, double dropout, bool training) {
-  const int64_t batch = q.size(0);
-  const int64_t length = q.size(1);
-  const int64_t head_dim = q.size(2) / heads;
-  auto split_heads = [&](const at::Tensor& x) { return x.view({batch, length, heads, head_dim}).transpose(1, 2); };
-
-  // Scaling q ([B, H, L, d]) rather than the scores ([B, H, L, L]) avoids a second L x L tensor.
-  at::Tensor scores = at::matmul(split_heads(q).div(std::sqrt(static_cast<double>(head_dim))),
-                                 split_heads(k).transpose(-1, -2));
-  if (key_mask.defined()) {
-    HPCTRAIN_CHECK(key_mask.dim() == 2 && key_mask.size(0) == batch && key_mask.size(1) == length,
-                   "attention_mask: expected shape [{}, {}] (batch, sequence), got {}", batch, length,
-                   c10::str(key_mask.sizes()));
-    const at::Tensor keep = key_mask.to(scores.scalar_type());
-    const at::Tensor bias = keep.neg().add_(1).mul_(lowest_value(scores.scalar_type()));
-    scores.add_(bias.view({batch, 1, 1, length}));  // matmul's backward does not need its output
-  }
-  at::Tensor probs = at::softmax(scores, -1);
-  scores.reset();
-  if (training && dropout > 0) probs = at::dropout(probs, dropout, true);
-  const at::Tensor context = at::matmul(probs, split_heads(v));  // [B, H, L, d]
-  return context.transpose(1, 2).reshape({batch, length, heads * head_dim});
 }
 
 void init_like_transformers(torch::nn::Module& root, double std) {

@@ -1,5 +1,5 @@
-// Private to src/models: building blocks shared by DistilBERT and BERT (attention, activations,
-// transformers-style initialization).
+// Private to src/models: building blocks shared by DistilBERT and BERT (activations,
+// transformers-style initialization); attention is in attention.hpp.
 #pragma once
 
 #include "hpctrain/io/hf_config.hpp"
@@ -11,15 +11,6 @@
 #include <string>
 
 namespace hpctrain::models::detail {
-
-// Multi-head scaled dot-product self-attention on projected q, k, v [B, L, heads * head_dim] ->
-// context [B, L, heads * head_dim]. Padded keys (key_mask == 0) get the dtype's lowest value added
-// to their scores, as transformers' `(1 - mask) * finfo(dtype).min`, so they get zero weight and
-// padding never changes real tokens' outputs. The mask is built in q's dtype (autocast-safe).
-// Materializes one [B, heads, L, L] score tensor (scaled q, in-place mask add, softmax, dropout).
-[[nodiscard]] at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                        const at::Tensor& key_mask, int64_t heads, double dropout,
-                                        bool training);
 
 // transformers' ACT2FN for the activations config.json may name.
 [[nodiscard]] at::Tensor activate(const at::Tensor& x, io::Activation activation);

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/dist/comm.hpp"
 
@@ -84,6 +85,7 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
 }  // namespace
 
 int main(int argc, char** argv) {
+  hpctrain::core::tune_host_allocator();  // Note [Host allocator]
   const std::vector<std::string> words(argv + 1, argv + argc);
   if (!words.empty() && is_distributed(words[0])) return run_distributed(argc, argv, words);
   try {

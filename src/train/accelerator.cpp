@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/random.hpp"
 #include "hpctrain/ddp/consistency.hpp"
@@ -59,6 +60,7 @@ TensorMap read_on_root(dist::Comm& comm, const std::function<TensorMap()>& read)
 }  // namespace
 
 Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(comm), options_(std::move(options)) {
+  core::tune_host_allocator();  // Note [Host allocator]; custom loops may not have called it
   log::Context context = log::context();
   context.rank = comm_.rank();
   context.world_size = comm_.world_size();

@@ -1,0 +1,53 @@
+// The benchmark models of issue 3 ("Speed") and their random inputs, shared by bench_models (one
+// process) and bench_train (data-parallel). The Python peers build the same layers
+// (bench/models/torch_models.py).
+#pragma once
+
+#include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/models/model.hpp"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+namespace hpctrain::bench {
+
+// DistilBERT-style: dim 256, 4 layers, 4 heads, ffn 1024, vocab 30522. CNN: conv 32 -> conv 64 -> fc 128 -> 10.
+inline nlohmann::json benchmark_config(const std::string& model) {
+  if (model == "distilbert") {
+    return {{"model_type", "distilbert"}, {"dim", 256},        {"n_layers", 4},
+            {"n_heads", 4},               {"hidden_dim", 1024}, {"vocab_size", 30522},
+            {"num_labels", 2}};
+  }
+  if (model == "cnn") {
+    return {{"model_type", "hpctrain-cnn"}, {"in_channels", 1},     {"image_size", 28},
+            {"conv_channels", {32, 64}},    {"hidden", {128}},      {"num_labels", 10}};
+  }
+  std::cerr << "--model must be distilbert or cnn, got '" << model << "'\n";
+  std::exit(2);
+}
+
+// Per-process batch: 16 sequences of 128 tokens, or 64 images of 28 x 28.
+inline int64_t benchmark_batch(const std::string& model) { return model == "distilbert" ? 16 : 64; }
+
+// Random inputs and labels from LibTorch's current generator.
+inline models::ModelInputs benchmark_inputs(const std::string& model) {
+  const int64_t batch = benchmark_batch(model);
+  models::ModelInputs inputs;
+  if (model == "distilbert") {
+    const int64_t length = 128;
+    inputs.input_ids = at::randint(0, 30522, {batch, length}, at::kLong);
+    inputs.attention_mask = at::ones({batch, length}, at::kLong);
+    inputs.labels = at::randint(0, 2, {batch}, at::kLong);
+  } else {
+    inputs.pixel_values = at::randn({batch, 1, 28, 28});
+    inputs.labels = at::randint(0, 10, {batch}, at::kLong);
+  }
+  return inputs;
+}
+
+}  // namespace hpctrain::bench

@@ -1,0 +1,191 @@
+// Multi-head self-attention that holds at most one score matrix per head at a time (attention.hpp).
+#include "models/attention.hpp"
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/random.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
+#include <torch/autograd.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+namespace hpctrain::models::detail {
+
+// Note [Attention memory]
+// Autograd over `softmax(q k^T) v` keeps, per layer, the probabilities, the dropout mask and the
+// dropped probabilities: three [B, H, L, L] tensors, quadratic in the sequence length. Here the score
+// matrices exist only inside `BlockedAttention`, one batch item (all its heads, one [L, L] matrix per
+// head) at a time, in a few reusable [H, L, L] workspaces: forward keeps q, k, v, the context and the
+// bias for backward; backward recomputes each item's probabilities and dropout mask before using them,
+// as FlashAttention does. The dropout mask comes from a counter-based generator (SplitMix64 over the
+// element index, seeded per call and item), so recomputing it is exact and cheap: measured, it makes a
+// layer's attention with dropout faster than autograd's version with at::dropout, whose Bernoulli draws
+// cost more than the matrix products. Gradient checkpointing of whole layers (a later issue) composes
+// with it: rerunning a layer's forward draws the same seed from the same restored generator state.
+
+namespace {
+
+// torch.finfo(dtype).min for the floating dtypes activations can have.
+double lowest_value(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: return std::numeric_limits<float>::lowest();
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    case at::kHalf: return -65504.0;
+    case at::kBFloat16: return -3.3895313892515355e38;
+    default: fail("attention: activations must be floating point, got {}", std::string(c10::toString(dtype)));
+  }
+}
+
+// Per-call seed for the dropout masks, drawn from the default CPU generator so that
+// torch::manual_seed and a restored generator state reproduce it.
+uint64_t draw_seed() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get<at::CPUGeneratorImpl>()->random64();
+}
+
+// x <- x * keep / (1 - p), keep ~ Bernoulli(1 - p) with p resolved to 1/65536: element i uses 16 bits
+// of the (i / 4)-th SplitMix64 output of `seed`. The same (seed, layout) gives the same mask.
+void apply_dropout(at::Tensor& x, double p, uint64_t seed) {
+  TORCH_INTERNAL_ASSERT(x.is_contiguous() && x.is_cpu());
+  const auto threshold = static_cast<uint32_t>(std::lround(p * 65536.0));
+  const int64_t n = x.numel();
+  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "attention_dropout", [&] {
+    using acc_t = at::opmath_type<scalar_t>;
+    const auto keep_scale = static_cast<acc_t>(1.0 / (1.0 - p));
+    scalar_t* data = x.data_ptr<scalar_t>();
+    SplitMix64 rng(seed);
+    for (int64_t i = 0; i < n; i += 4) {
+      uint64_t bits = rng.next();
+      for (int64_t j = i; j < std::min(n, i + 4); ++j, bits >>= 16) {
+        const acc_t kept = static_cast<acc_t>(data[j]) * keep_scale;
+        data[j] = static_cast<scalar_t>((bits & 0xFFFF) >= threshold ? kept : acc_t(0));
+      }
+    }
+  });
+}
+
+// Dropout on a device tensor: the same mask, applied on the host (CUDA builds use fused kernels instead).
+void apply_dropout_anywhere(at::Tensor& x, double p, uint64_t seed) {
+  if (x.is_cpu()) return apply_dropout(x, p, seed);
+  at::Tensor host = x.cpu();
+  apply_dropout(host, p, seed);
+  x.copy_(host);
+}
+
+uint64_t item_seed(uint64_t seed, int64_t item) { return derive_seed(seed, static_cast<uint64_t>(item)); }
+
+// probs <- softmax(scale * q k^T + bias) for one item: q, k [H, L, d], bias [1, 1, L] (zeros without a
+// mask), scores and probs [H, L, L] workspaces. A row whose keys are all padding becomes uniform, as in
+// transformers.
+void item_probabilities(at::Tensor& probs, at::Tensor& scores, const at::Tensor& q, const at::Tensor& k,
+                        const at::Tensor& bias, double scale) {
+  at::baddbmm_out(scores, bias.expand_as(scores), q, k.transpose(1, 2), /*beta=*/1, /*alpha=*/scale);
+  at::_softmax_out(probs, scores, -1, /*half_to_float=*/false);
+}
+
+at::Tensor workspace(const at::Tensor& q) { return at::empty({q.size(1), q.size(2), q.size(2)}, q.options()); }
+
+// q, k, v [B, H, L, d] contiguous, bias [B, 1, 1, L] -> context [B, H, L, d].
+class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
+                            const at::Tensor& v, const at::Tensor& bias, double scale, double dropout) {
+    const uint64_t seed = dropout > 0 ? draw_seed() : 0;
+    at::Tensor context = at::empty_like(q);
+    at::Tensor scores = workspace(q), probs = workspace(q);
+    for (int64_t b = 0; b < q.size(0); ++b) {
+      item_probabilities(probs, scores, q[b], k[b], bias[b], scale);
+      if (dropout > 0) apply_dropout_anywhere(probs, dropout, item_seed(seed, b));
+      at::Tensor out = context[b];
+      at::bmm_out(out, probs, v[b]);
+    }
+    ctx->save_for_backward({q, k, v, bias, context});
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["dropout"] = dropout;
+    ctx->saved_data["seed"] = static_cast<int64_t>(seed);  // IValue holds int64; the bits round-trip
+    return context;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &bias = saved[3], &context = saved[4];
+    const double scale = ctx->saved_data["scale"].toDouble();
+    const double dropout = ctx->saved_data["dropout"].toDouble();
+    const auto seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    const at::Tensor grad_context = grad_outputs[0].contiguous();
+
+    // rowsum(dP * P) = rowsum(dO * O), with or without dropout: no [H, L, L] temporary for it.
+    const at::Tensor row_dot = (grad_context * context).sum(-1, /*keepdim=*/true);  // [B, H, L, 1]
+    at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
+    at::Tensor grad = workspace(q), probs = workspace(q);
+    at::Tensor dropped = dropout > 0 ? workspace(q) : at::Tensor();
+    for (int64_t b = 0; b < q.size(0); ++b) {
+      const at::Tensor dout = grad_context[b];
+      item_probabilities(probs, grad, q[b], k[b], bias[b], scale);  // `grad` as the scores' scratch
+      at::bmm_out(grad, dout, v[b].transpose(1, 2));                 // d(dropped P)
+      at::Tensor dv = grad_v[b];
+      if (dropout > 0) {
+        dropped.copy_(probs);
+        apply_dropout_anywhere(dropped, dropout, item_seed(seed, b));
+        at::bmm_out(dv, dropped.transpose(1, 2), dout);
+        apply_dropout_anywhere(grad, dropout, item_seed(seed, b));  // dP
+      } else {
+        at::bmm_out(dv, probs.transpose(1, 2), dout);
+      }
+      grad.sub_(row_dot[b]).mul_(probs);  // dS = P * (dP - rowsum(dP * P))
+      at::Tensor dq = grad_q[b], dk = grad_k[b];
+      at::bmm_out(dq, grad, k[b]);
+      at::bmm_out(dk, grad.transpose(1, 2), q[b]);
+    }
+    grad_q.mul_(scale);
+    grad_k.mul_(scale);
+    return {grad_q, grad_k, grad_v, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                          int64_t heads, double dropout, bool training) {
+  const int64_t batch = q.size(0);
+  const int64_t length = q.size(1);
+  const int64_t head_dim = q.size(2) / heads;
+  auto split_heads = [&](const at::Tensor& x) {
+    return x.view({batch, length, heads, head_dim}).transpose(1, 2).contiguous();
+  };
+  at::Tensor bias;
+  if (key_mask.defined()) {
+    HPCTRAIN_CHECK(key_mask.dim() == 2 && key_mask.size(0) == batch && key_mask.size(1) == length,
+                   "attention_mask: expected shape [{}, {}] (batch, sequence), got {}", batch, length,
+                   c10::str(key_mask.sizes()));
+    // transformers' (1 - mask) * finfo(dtype).min, in the activations' dtype (autocast-safe).
+    bias = key_mask.to(q.scalar_type()).neg().add_(1).mul_(lowest_value(q.scalar_type()));
+    bias = bias.view({batch, 1, 1, length});
+  } else {
+    (void)lowest_value(q.scalar_type());  // the same dtype check with or without a mask
+    bias = at::zeros({batch, 1, 1, length}, q.options());
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  const double p = training ? dropout : 0.0;
+  at::Tensor context;
+#if TORCH_VERSION_MAJOR >= 2
+  if (q.is_cuda()) {  // fused kernels (flash / memory-efficient) keep the same property on GPUs
+    context = at::scaled_dot_product_attention(split_heads(q), split_heads(k), split_heads(v), bias, p);
+  }
+#endif
+  if (!context.defined()) {
+    context = BlockedAttention::apply(split_heads(q), split_heads(k), split_heads(v), bias, scale, p);
+  }
+  return context.transpose(1, 2).reshape({batch, length, heads * head_dim});
+}
+
+}  // namespace hpctrain::models::detail

@@ -1,0 +1,205 @@
+// Blocked self-attention (src/models/attention.cpp): equal to the textbook formula in value and
+// gradient, dropout as at::dropout, and the memory bound of Note [Attention memory].
+#include "models/attention.hpp"
+
+#include <ATen/ATen.h>
+#include <c10/core/CPUAllocator.h>
+#include <torch/autograd.h>
+#include <torch/utils.h>
+
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace hpctrain::models::detail {
+namespace {
+
+// softmax(q k^T / sqrt(d) + (1 - mask) * lowest) v, materializing [B, H, L, L]; q, k, v [B, L, H*d].
+// The additive mask of transformers' BERT: even a row whose keys are all padding passes gradients.
+at::Tensor textbook_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& key_mask, int64_t heads) {
+  const int64_t batch = q.size(0), length = q.size(1), head_dim = q.size(2) / heads;
+  auto split = [&](const at::Tensor& x) { return x.view({batch, length, heads, head_dim}).transpose(1, 2); };
+  at::Tensor scores = at::matmul(split(q), split(k).transpose(-1, -2)) / std::sqrt(static_cast<double>(head_dim));
+  if (key_mask.defined()) {
+    const double lowest = q.scalar_type() == at::kDouble ? std::numeric_limits<double>::lowest()
+                                                         : std::numeric_limits<float>::lowest();
+    scores = scores + (1 - key_mask.to(q.scalar_type())).mul(lowest).view({batch, 1, 1, length});
+  }
+  return at::matmul(at::softmax(scores, -1), split(v)).transpose(1, 2).reshape({batch, length, heads * head_dim});
+}
+
+struct Inputs {
+  at::Tensor q, k, v, mask;
+};
+
+// Example 0 has two padded keys; with all_padding_row the last example is padding only.
+Inputs random_inputs(int64_t batch, int64_t length, int64_t dim, at::ScalarType dtype, bool all_padding_row) {
+  Inputs in;
+  in.q = at::randn({batch, length, dim}, dtype).requires_grad_(true);
+  in.k = at::randn({batch, length, dim}, dtype).requires_grad_(true);
+  in.v = at::randn({batch, length, dim}, dtype).requires_grad_(true);
+  in.mask = at::ones({batch, length}, at::kLong);
+  in.mask.index_put_({0, at::indexing::Slice(length - 2, at::indexing::None)}, 0);  // padded keys
+  if (all_padding_row) in.mask.index_put_({batch - 1, at::indexing::Slice()}, 0);
+  return in;
+}
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+BOOST_AUTO_TEST_SUITE(attention)
+
+BOOST_AUTO_TEST_CASE(value_and_gradients_equal_the_textbook_formula) {
+  torch::manual_seed(1);
+  const Inputs in = random_inputs(3, 7, 12, at::kDouble, true);
+  const at::Tensor weight = at::randn({3, 7, 12}, at::kDouble);  // a loss that weights every output
+
+  const at::Tensor ours = self_attention(in.q, in.k, in.v, in.mask, 3, 0.1, /*training=*/false);
+  const auto ours_grads = torch::autograd::grad({(ours * weight).sum()}, {in.q, in.k, in.v});
+  const at::Tensor expected = textbook_attention(in.q, in.k, in.v, in.mask, 3);
+  const auto expected_grads = torch::autograd::grad({(expected * weight).sum()}, {in.q, in.k, in.v});
+
+  BOOST_TEST(max_abs_diff(ours, expected) < 1e-12);
+  for (size_t i = 0; i < 3; ++i) {
+    BOOST_TEST_CONTEXT("gradient " << "qkv"[i]) { BOOST_TEST(max_abs_diff(ours_grads[i], expected_grads[i]) < 1e-12); }
+  }
+  // Without a mask, too.
+  const at::Tensor unmasked = self_attention(in.q, in.k, in.v, at::Tensor(), 3, 0.0, true);
+  BOOST_TEST(max_abs_diff(unmasked, textbook_attention(in.q, in.k, in.v, at::Tensor(), 3)) < 1e-12);
+}
+
+// With v = identity (L == head_dim, one head), the context is the (dropped) probability matrix itself.
+BOOST_AUTO_TEST_CASE(dropout_zeroes_probabilities_and_rescales_the_rest) {
+  torch::manual_seed(2);
+  const int64_t batch = 4, length = 64;
+  const at::Tensor q = at::randn({batch, length, length}), k = at::randn({batch, length, length});
+  const at::Tensor v = at::eye(length).expand({batch, length, length}).contiguous();
+  const double p = 0.25;
+  const at::Tensor probs = self_attention(q, k, v, at::Tensor(), 1, p, /*training=*/false);
+  const at::Tensor dropped = self_attention(q, k, v, at::Tensor(), 1, p, /*training=*/true);
+
+  const at::Tensor zeroed = dropped == 0;
+  const double zero_share = zeroed.to(at::kDouble).mean().item<double>();
+  BOOST_TEST(std::abs(zero_share - p) < 0.01);  // 16,384 draws: the standard error is 0.003
+  const at::Tensor kept = dropped.masked_select(~zeroed), kept_probs = probs.masked_select(~zeroed);
+  BOOST_TEST(max_abs_diff(kept, kept_probs / (1 - p)) < 1e-6);
+
+  // The same seed gives the same noise; the next call gets new noise.
+  torch::manual_seed(3);
+  const at::Tensor first = self_attention(q, k, v, at::Tensor(), 1, p, true);
+  const at::Tensor second = self_attention(q, k, v, at::Tensor(), 1, p, true);
+  torch::manual_seed(3);
+  BOOST_TEST(at::equal(self_attention(q, k, v, at::Tensor(), 1, p, true), first));
+  BOOST_TEST(!at::equal(first, second));
+}
+
+// Backward recomputes the dropout noise: its gradient must be that of the function forward computed.
+// Checked against central differences, reseeding so each evaluation draws the same noise. (No all-padding
+// row: there the lowest-value bias swamps the scores, so the numeric derivative is 0 where autograd's is not.)
+BOOST_AUTO_TEST_CASE(gradients_with_dropout_match_finite_differences) {
+  torch::manual_seed(4);
+  const Inputs in = random_inputs(2, 5, 8, at::kDouble, false);
+  const at::Tensor weight = at::randn({2, 5, 8}, at::kDouble);
+  const auto loss = [&](const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+    torch::manual_seed(99);
+    return (self_attention(q, k, v, in.mask, 2, 0.3, true) * weight).sum();
+  };
+  const auto grads = torch::autograd::grad({loss(in.q, in.k, in.v)}, {in.q, in.k, in.v});
+  at::NoGradGuard no_grad;
+  const double eps = 1e-6;
+  for (int which = 0; which < 3; ++which) {
+    const at::Tensor direction = at::randn({2, 5, 8}, at::kDouble);
+    std::array<at::Tensor, 3> plus{in.q, in.k, in.v}, minus{in.q, in.k, in.v};
+    plus[which] = plus[which] + eps * direction;
+    minus[which] = minus[which] - eps * direction;
+    const double numeric = (loss(plus[0], plus[1], plus[2]) - loss(minus[0], minus[1], minus[2])).item<double>() /
+                           (2 * eps);
+    const double analytic = (grads[which] * direction).sum().item<double>();
+    BOOST_TEST_CONTEXT("input " << "qkv"[which] << ": numeric " << numeric << ", analytic " << analytic) {
+      BOOST_TEST(std::abs(numeric - analytic) < 1e-6 * std::max(1.0, std::abs(analytic)));
+    }
+  }
+}
+
+// Counts the bytes the CPU allocator has handed out and not yet got back, and their peak.
+class PeakCountingAllocator final : public c10::Allocator {
+ public:
+  explicit PeakCountingAllocator(c10::Allocator* inner) : inner_(inner) {}
+  c10::DataPtr allocate(size_t n) const override {
+    c10::DataPtr inner = inner_->allocate(n);
+    void* data = inner.get();
+    auto* context = new Block{std::move(inner), n, this};
+    const size_t now = live_.fetch_add(n) + n;
+    size_t peak = peak_.load();
+    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+    }
+    return {data, context, &release, c10::Device(c10::kCPU)};
+  }
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+  void reset_peak() { peak_ = live_.load(); }
+  size_t live() const { return live_; }
+  size_t peak() const { return peak_; }
+
+ private:
+  struct Block {
+    c10::DataPtr inner;
+    size_t bytes;
+    const PeakCountingAllocator* owner;
+  };
+  static void release(void* context) {
+    auto* block = static_cast<Block*>(context);
+    block->owner->live_ -= block->bytes;
+    delete block;
+  }
+  c10::Allocator* inner_;
+  mutable std::atomic<size_t> live_{0};
+  mutable std::atomic<size_t> peak_{0};
+};
+
+// Peak bytes allocated above the starting level while `step` runs.
+size_t peak_bytes_during(const std::function<void()>& step) {
+  c10::Allocator* original = c10::GetCPUAllocator();
+  static PeakCountingAllocator counting(original);
+  static uint8_t priority = 100;  // SetCPUAllocator ignores calls below the last priority
+  c10::SetCPUAllocator(&counting, ++priority);
+  const size_t start = counting.live();
+  counting.reset_peak();
+  step();
+  const size_t peak = counting.peak() - start;
+  c10::SetCPUAllocator(original, ++priority);
+  return peak;
+}
+
+// Note [Attention memory]: forward + backward over B items hold about three [H, L, L] workspaces,
+// not the three [B, H, L, L] tensors autograd keeps for the textbook formula.
+BOOST_AUTO_TEST_CASE(holds_one_score_matrix_per_head_at_a_time) {
+  torch::manual_seed(5);
+  const int64_t batch = 16, length = 512, heads = 2, dim = 16;
+  const Inputs in = random_inputs(batch, length, dim, at::kFloat, false);
+  const size_t score_tensor = static_cast<size_t>(batch * heads * length * length) * sizeof(float);  // 32 MiB
+  const size_t per_item = score_tensor / batch;                                                    // 2 MiB
+
+  const size_t ours = peak_bytes_during([&] {
+    self_attention(in.q, in.k, in.v, in.mask, heads, 0.1, true).sum().backward();
+  });
+  const size_t textbook = peak_bytes_during([&] {
+    at::Tensor scores = textbook_attention(in.q, in.k, in.v, in.mask, heads);
+    at::dropout(scores, 0.1, true).sum().backward();
+  });
+  BOOST_TEST_MESSAGE("peak bytes: blocked " << ours << ", textbook " << textbook << ", one [B,H,L,L] "
+                                            << score_tensor);
+  // Activations other than scores (q, k, v, context, gradients) are [B, L, H*d]: 512 KiB each here.
+  BOOST_TEST(ours < 4 * per_item + 12 * static_cast<size_t>(batch * length * dim) * sizeof(float));
+  BOOST_TEST(ours < score_tensor / 2);
+  BOOST_TEST(textbook > 2 * score_tensor);  // the measurement sees what it is meant to see
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+}  // namespace
+}  // namespace hpctrain::models::detail
