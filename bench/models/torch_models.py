@@ -3,7 +3,7 @@
 step (zero grads, forward, cross-entropy, loss.backward(), no optimizer), train mode with HF's default dropouts.
 Prints one JSON line: {"impl","model","threads","steps","median_s","samples_per_s"}.
 
-The DistilBERT modules mirror transformers' modeling_distilbert (as tests/models/golden/reference.py does);
+The DistilBERT model is tests/models/golden/reference.py's (written from transformers' modeling_distilbert);
 the CNN mirrors src/models/vision.cpp (conv3x3 pad 1 -> ReLU -> maxpool 2 per block, flatten,
 Linear -> ReLU -> Dropout, Linear).
 
@@ -11,104 +11,34 @@ Usage: torch_models.py --model distilbert|cnn [--threads N=1] [--steps S=20] [--
 """
 import argparse
 import json
-import math
+import os
 import statistics
+import sys
 import time
 
 import torch
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "models", "golden"))
+import reference  # noqa: E402
 
 DISTILBERT = dict(vocab_size=30522, max_position_embeddings=512, dim=256, n_layers=4, n_heads=4, hidden_dim=1024,
                   dropout=0.1, attention_dropout=0.1, seq_classif_dropout=0.2, pad_token_id=0, num_labels=2)
 CNN = dict(in_channels=1, image_size=28, conv_channels=[32, 64], hidden=[128], dropout=0.1, num_labels=10)
 
 
-class Embeddings(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.word_embeddings = nn.Embedding(c["vocab_size"], c["dim"], padding_idx=c["pad_token_id"])
-        self.position_embeddings = nn.Embedding(c["max_position_embeddings"], c["dim"])
-        self.LayerNorm = nn.LayerNorm(c["dim"], eps=1e-12)
-        self.dropout = nn.Dropout(c["dropout"])
-
-    def forward(self, input_ids):
-        positions = torch.arange(input_ids.size(1)).unsqueeze(0)
-        return self.dropout(self.LayerNorm(self.word_embeddings(input_ids) + self.position_embeddings(positions)))
-
-
-class Attention(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.n_heads, self.dim = c["n_heads"], c["dim"]
-        self.dropout = nn.Dropout(c["attention_dropout"])
-        self.q_lin = nn.Linear(c["dim"], c["dim"])
-        self.k_lin = nn.Linear(c["dim"], c["dim"])
-        self.v_lin = nn.Linear(c["dim"], c["dim"])
-        self.out_lin = nn.Linear(c["dim"], c["dim"])
-
-    def forward(self, x, mask):
-        bs, length, _ = x.size()
-        d = self.dim // self.n_heads
-
-        def shape(t):
-            return t.view(bs, -1, self.n_heads, d).transpose(1, 2)
-
-        q = shape(self.q_lin(x)) / math.sqrt(d)
-        k = shape(self.k_lin(x))
-        v = shape(self.v_lin(x))
-        scores = torch.matmul(q, k.transpose(2, 3))
-        pad = (mask == 0).view(bs, 1, 1, length).expand_as(scores)
-        scores = scores.masked_fill(pad, torch.tensor(torch.finfo(scores.dtype).min))
-        weights = self.dropout(nn.functional.softmax(scores, dim=-1))
-        context = torch.matmul(weights, v).transpose(1, 2).contiguous().view(bs, -1, self.n_heads * d)
-        return self.out_lin(context)
-
-
-class FFN(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.dropout = nn.Dropout(c["dropout"])
-        self.lin1 = nn.Linear(c["dim"], c["hidden_dim"])
-        self.lin2 = nn.Linear(c["hidden_dim"], c["dim"])
-
-    def forward(self, x):
-        return self.dropout(self.lin2(nn.functional.gelu(self.lin1(x))))
-
-
-class Block(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.attention = Attention(c)
-        self.sa_layer_norm = nn.LayerNorm(c["dim"], eps=1e-12)
-        self.ffn = FFN(c)
-        self.output_layer_norm = nn.LayerNorm(c["dim"], eps=1e-12)
-
-    def forward(self, x, mask):
-        sa = self.sa_layer_norm(self.attention(x, mask) + x)
-        return self.output_layer_norm(self.ffn(sa) + sa)
-
-
-class DistilBertForSequenceClassification(nn.Module):
-    def __init__(self, c):
-        super().__init__()
-        self.embeddings = Embeddings(c)
-        self.layer = nn.ModuleList([Block(c) for _ in range(c["n_layers"])])
-        self.pre_classifier = nn.Linear(c["dim"], c["dim"])
-        self.classifier = nn.Linear(c["dim"], c["num_labels"])
-        self.dropout = nn.Dropout(c["seq_classif_dropout"])
-        for m in self.modules():  # transformers' _init_weights, as hpctrain's from_config
-            if isinstance(m, (nn.Linear, nn.Embedding)):
-                m.weight.data.normal_(0.0, 0.02)
-            if isinstance(m, nn.Linear):
-                m.bias.data.zero_()
-            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
-                m.weight.data[m.padding_idx].zero_()
-
-    def forward(self, input_ids, attention_mask):
-        x = self.embeddings(input_ids)
-        for block in self.layer:
-            x = block(x, attention_mask)
-        return self.classifier(self.dropout(nn.functional.relu(self.pre_classifier(x[:, 0]))))
+def distilbert_for_sequence_classification(c):
+    """The test reference's model (transformers' modeling_distilbert, written independently of the C++),
+    initialized as transformers' _init_weights does (and hpctrain's from_config)."""
+    model = reference.DistilBertForSequenceClassification(c)
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            m.weight.data.normal_(0.0, 0.02)
+        if isinstance(m, nn.Linear):
+            m.bias.data.zero_()
+        if isinstance(m, nn.Embedding) and m.padding_idx is not None:
+            m.weight.data[m.padding_idx].zero_()
+    return model
 
 
 class Cnn(nn.Module):
@@ -135,7 +65,7 @@ def build(name):
     one random batch, and that batch's labels (16 sequences of 128 tokens, or 64 images)."""
     if name == "distilbert":
         batch, length = 16, 128
-        model = DistilBertForSequenceClassification(DISTILBERT)
+        model = distilbert_for_sequence_classification(DISTILBERT)
         input_ids = torch.randint(0, DISTILBERT["vocab_size"], (batch, length))
         attention_mask = torch.ones(batch, length, dtype=torch.long)
         labels = torch.randint(0, DISTILBERT["num_labels"], (batch,))

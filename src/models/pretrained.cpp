@@ -2,6 +2,7 @@
 #include "hpctrain/models/pretrained.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/io/atomic_folder.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/registry.hpp"
 
@@ -9,7 +10,6 @@
 
 #include <cstring>
 #include <system_error>
-#include <unistd.h>
 
 namespace hpctrain::models {
 
@@ -69,29 +69,6 @@ io::HfConfig config_to_save(const SequenceClassifier& model, at::ScalarType dtyp
   return config;
 }
 
-// Puts the finished `tmp` folder at `dir`: the old folder is moved aside first and deleted only after
-// the new one is in place, so a crash leaves either the old or the new folder (plus debris), never a
-// half-written one.
-void replace_folder(const fs::path& tmp, const fs::path& dir) {
-  std::error_code error;
-  fs::path aside;
-  if (fs::exists(dir)) {
-    HPCTRAIN_CHECK(fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "config.json")),
-                   "save_pretrained: refusing to replace '{}': it exists and is not a model folder (no config.json)",
-                   dir.string());
-    aside = dir;
-    aside += fmt::format(".old-{}", ::getpid());
-    fs::rename(dir, aside, error);
-    HPCTRAIN_CHECK(!error, "save_pretrained: cannot move '{}' aside: {}", dir.string(), error.message());
-  }
-  fs::rename(tmp, dir, error);
-  if (error) {
-    if (!aside.empty()) fs::rename(aside, dir);
-    fail("save_pretrained: cannot rename '{}' to '{}': {}", tmp.string(), dir.string(), error.message());
-  }
-  if (!aside.empty()) fs::remove_all(aside, error);
-}
-
 }  // namespace
 
 StateDict read_weights(const fs::path& dir) {
@@ -129,23 +106,19 @@ void save_pretrained(const SequenceClassifier& model, const fs::path& dir,
                                    static_cast<const std::byte*>(t.data_ptr()), t.nbytes()});
   }
 
-  fs::path tmp = dir;
-  tmp += fmt::format(".tmp-{}", ::getpid());
-  std::error_code error;
-  fs::remove_all(tmp, error);
-  fs::create_directories(tmp);
-  try {
+  if (fs::exists(dir)) {
+    HPCTRAIN_CHECK(fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "config.json")),
+                   "save_pretrained: refusing to replace '{}': it exists and is not a model folder (no config.json)",
+                   dir.string());
+  }
+  io::write_folder_atomically(dir, [&](const fs::path& tmp) {
     io::save_sharded(tmp, views, {{"format", "pt"}});
     config_to_save(model, host.front().scalar_type()).save(tmp / "config.json");
     for (const fs::path& file : tokenizer_files) {
       HPCTRAIN_CHECK(fs::is_regular_file(file), "save_pretrained: tokenizer file '{}' does not exist", file.string());
       fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing);
     }
-    replace_folder(tmp, dir);
-  } catch (...) {
-    fs::remove_all(tmp, error);
-    throw;
-  }
+  });
 }
 
 }  // namespace hpctrain::models

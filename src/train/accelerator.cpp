@@ -12,6 +12,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/io/atomic_folder.hpp"
 #include "hpctrain/core/random.hpp"
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/models/pretrained.hpp"
@@ -207,7 +208,7 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
   std::string error;
   if (comm_.is_main_process()) {
     try {
-      write_folder_atomically(dir, [&](const fs::path& tmp) {
+      io::write_folder_atomically(dir, [&](const fs::path& tmp) {
         if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
           models::save_pretrained(*classifier, tmp, tokenizer_files_);
         else

@@ -2,7 +2,6 @@
 #include "hpctrain/train/checkpoint.hpp"
 
 #include <ATen/ATen.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/io/atomic_folder.hpp"
 #include "hpctrain/io/safetensors.hpp"
 
 namespace hpctrain::train {
@@ -57,21 +57,9 @@ at::ScalarType scalar_type(io::DType dtype) {
   fail("unknown safetensors dtype");
 }
 
-// A hidden sibling of `dir`: ".NAME.<what>-PID".
-fs::path hidden_sibling(const fs::path& dir, const char* what) {
-  return dir.parent_path() / fmt::format(".{}.{}-{}", dir.filename().string(), what, ::getpid());
-}
-
-void sync_tree(const fs::path& root) {
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file() || entry.is_directory()) sync_path(entry.path());
-  }
-  sync_path(root);
-}
-
 // Renames to a hidden name first so a crash mid-removal never leaves a partial checkpoint.
 void remove_folder(const fs::path& dir) {
-  const fs::path doomed = hidden_sibling(dir, "deleting");
+  const fs::path doomed = dir.parent_path() / fmt::format(".{}.deleting-{}", dir.filename().string(), ::getpid());
   fs::rename(dir, doomed);
   std::error_code error;
   fs::remove_all(doomed, error);
@@ -108,29 +96,6 @@ std::optional<fs::path> latest_checkpoint(const fs::path& output) {
   return all.back().path;
 }
 
-void write_folder_atomically(const fs::path& dir, const std::function<void(const fs::path& tmp)>& fill) {
-  const fs::path tmp = hidden_sibling(dir, "tmp");
-  std::error_code error;
-  fs::create_directories(dir.parent_path());
-  fs::remove_all(tmp, error);
-  fs::create_directories(tmp);
-  try {
-    fill(tmp);
-    sync_tree(tmp);
-    fs::path aside;
-    if (fs::exists(dir)) {
-      aside = hidden_sibling(dir, "deleting");
-      fs::rename(dir, aside);
-    }
-    fs::rename(tmp, dir);
-    sync_path(dir.parent_path());
-    if (!aside.empty()) fs::remove_all(aside, error);
-  } catch (...) {
-    fs::remove_all(tmp, error);
-    throw;
-  }
-}
-
 std::vector<fs::path> rotate_checkpoints(const fs::path& output, int64_t keep) {
   std::vector<fs::path> removed;
   if (keep <= 0) return removed;
@@ -149,8 +114,7 @@ void remove_stale_temporaries(const fs::path& output) {
     const std::string name = entry.path().filename().string();
     const bool hidden_temp = name.rfind(".", 0) == 0 &&
                              (name.find(".tmp-") != std::string::npos || name.find(".deleting-") != std::string::npos);
-    const bool final_temp = name.rfind("final.tmp-", 0) == 0 || name.rfind("final.old-", 0) == 0;
-    if (hidden_temp || final_temp) stale.push_back(entry.path());
+    if (hidden_temp) stale.push_back(entry.path());
   }
   std::error_code error;
   for (const fs::path& path : stale) fs::remove_all(path, error);
@@ -239,18 +203,8 @@ std::string read_text(const fs::path& path) {
 void write_text_atomically(const fs::path& path, const std::string& contents) {
   const fs::path tmp = path.string() + ".tmp";
   write_text(tmp, contents);
-  sync_path(tmp);
+  io::sync_path(tmp);
   fs::rename(tmp, path);
-}
-
-void sync_path(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  HPCTRAIN_CHECK(fd >= 0, "cannot open '{}' to sync it: {}", path.string(), std::strerror(errno));
-  const int result = ::fsync(fd);
-  const int saved_errno = errno;
-  ::close(fd);
-  // Some file systems refuse fsync on folders (EINVAL); the data files were synced, go on.
-  HPCTRAIN_CHECK(result == 0 || saved_errno == EINVAL, "fsync '{}' failed: {}", path.string(), std::strerror(saved_errno));
 }
 
 }  // namespace hpctrain::train

@@ -6,6 +6,7 @@
 #include "fixtures.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/io/atomic_folder.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 
 using namespace hpctrain;
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 
 void make_checkpoint(const fs::path& output, int64_t step) {
-  write_folder_atomically(output / checkpoint_name(step), [&](const fs::path& tmp) {
+  io::write_folder_atomically(output / checkpoint_name(step), [&](const fs::path& tmp) {
     write_text(tmp / kTrainerStateName, "{}");
     write_text(tmp / "model.safetensors", "x");
   });
@@ -45,7 +46,7 @@ BOOST_AUTO_TEST_CASE(folders_appear_complete_or_not_at_all) {
   make_checkpoint(output, 5);
   BOOST_TEST(fs::is_regular_file(output / "checkpoint-5" / kTrainerStateName));
   // A failing writer leaves neither the folder nor a temporary.
-  BOOST_CHECK_THROW(write_folder_atomically(output / "checkpoint-6",
+  BOOST_CHECK_THROW(io::write_folder_atomically(output / "checkpoint-6",
                                             [](const fs::path& tmp) {
                                               write_text(tmp / "model.safetensors", "half");
                                               fail("disk full");
@@ -54,7 +55,7 @@ BOOST_AUTO_TEST_CASE(folders_appear_complete_or_not_at_all) {
   BOOST_TEST(!fs::exists(output / "checkpoint-6"));
   BOOST_TEST(!has_hidden_entries(output));
   // Replacing an existing checkpoint keeps the old one intact when the new one fails.
-  BOOST_CHECK_THROW(write_folder_atomically(output / "checkpoint-5", [](const fs::path&) { fail("boom"); }), Error);
+  BOOST_CHECK_THROW(io::write_folder_atomically(output / "checkpoint-5", [](const fs::path&) { fail("boom"); }), Error);
   BOOST_TEST(fs::is_regular_file(output / "checkpoint-5" / kTrainerStateName));
 }
 

@@ -43,16 +43,11 @@ struct CheckpointEntry {
 [[nodiscard]] std::vector<CheckpointEntry> list_checkpoints(const std::filesystem::path& output);
 [[nodiscard]] std::optional<std::filesystem::path> latest_checkpoint(const std::filesystem::path& output);
 
-// Builds `dir` atomically (Note [Complete checkpoints]): `fill` writes the files into an empty
-// temporary folder; an existing `dir` is replaced only after the new one is complete. On an exception
-// the temporary is removed and `dir` is untouched.
-void write_folder_atomically(const std::filesystem::path& dir,
-                             const std::function<void(const std::filesystem::path& tmp)>& fill);
-
 // Removes the oldest complete checkpoints so that at most `keep` remain (keep <= 0: none removed).
 // Returns the removed folders.
 std::vector<std::filesystem::path> rotate_checkpoints(const std::filesystem::path& output, int64_t keep);
-// Removes hidden temporaries an interrupted save left in `output` (".checkpoint-*.tmp-*", ".deleting").
+// Removes hidden temporaries an interrupted save left in `output` (".NAME.tmp-PID", ".NAME.deleting-PID"
+// of io::write_folder_atomically, e.g. of checkpoints and of final/).
 void remove_stale_temporaries(const std::filesystem::path& output);
 
 // Safetensors file of CPU copies of `tensors` ({"format": "pt"} metadata), and the inverse.
@@ -67,13 +62,10 @@ void save_tensor_file(const std::filesystem::path& path, const TensorMap& tensor
 // Error naming `what`, and every missing, unexpected and wrong-shaped tensor in one message.
 void copy_tensors_strict(const TensorMap& source, const TensorMap& target, const std::string& what);
 
-// Whole text files (Error naming the path); write_text does not sync (write_folder_atomically does).
+// Whole text files (Error naming the path); write_text does not sync (io::write_folder_atomically does).
 void write_text(const std::filesystem::path& path, const std::string& contents);
 [[nodiscard]] std::string read_text(const std::filesystem::path& path);
 // Writes `path.tmp`, fsyncs it and renames it over `path`.
 void write_text_atomically(const std::filesystem::path& path, const std::string& contents);
-
-// fsync of one file or folder (Error naming the path).
-void sync_path(const std::filesystem::path& path);
 
 }  // namespace hpctrain::train
