@@ -2,8 +2,9 @@
 # Model benchmark: forward + backward step time of the DistilBERT benchmark model (dim 256, 4 layers, 4 heads,
 # ffn 1024, vocab 30522, sequence 128, batch 16, 2 labels) and of the CNN (conv 32 -> conv 64 -> fc 128 -> 10 on
 # 28x28x1, batch 64), hpctrain (bench_models) against the same models in PyTorch eager (torch_models.py on
-# /usr/bin/python3), same thread count, on 1 thread and on all cores, back to back. Median step after warm-up.
-# Builds nothing. Usage: bench/models/run.sh BUILD_DIR [THREADS...]   (default: 1 and $(nproc))
+# /usr/bin/python3), same thread count, on 1 thread and on all cores, back to back. Median step after warm-up;
+# the whole matrix runs REPEATS times (environment, default 3), interleaved, and each figure is the median run.
+# Builds nothing. Usage: [REPEATS=3] bench/models/run.sh BUILD_DIR [THREADS...]   (default: 1 and $(nproc))
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -28,7 +29,9 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+repeats=${REPEATS:-3}
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+for ((repeat = 0; repeat < repeats; repeat++)); do
 for model in distilbert cnn; do
   if [[ $model == distilbert ]]; then steps=10 warmup=2; else steps=30 warmup=5; fi
   for threads in "${thread_counts[@]}"; do
@@ -37,18 +40,31 @@ for model in distilbert cnn; do
     "$python" "$here/torch_models.py" "${common[@]}" >> "$work/results.jsonl"
   done
 done
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 "$python" - "$work/results.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-ours = [r for r in rows if r["impl"] == "hpctrain"]
-peer = {(r["model"], r["threads"]): r for r in rows if r["impl"] != "hpctrain"}
-print(f"peer: {next(r['impl'] for r in rows if r['impl'] != 'hpctrain')} eager; median of the steps after warm-up")
-print("| model | threads | hpctrain ms/step | PyTorch ms/step | hpctrain samples/s | PyTorch samples/s | ratio (PyTorch / hpctrain time) |")
-print("|---|---:|---:|---:|---:|---:|---:|")
-for r in ours:
-    p = peer[(r["model"], r["threads"])]
-    print(f"| {r['model']} | {r['threads']} | {r['median_s'] * 1e3:.1f} | {p['median_s'] * 1e3:.1f} | "
-          f"{r['samples_per_s']:.1f} | {p['samples_per_s']:.1f} | {p['median_s'] / r['median_s']:.2f} |")
+runs = {}
+for r in rows:
+    runs.setdefault((r["impl"] == "hpctrain", r["model"], r["threads"]), []).append(r["median_s"])
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+n = len(next(iter(runs.values())))
+print(f"peer: {next(r['impl'] for r in rows if r['impl'] != 'hpctrain')} eager; per run the median of the steps after "
+      f"warm-up, then the median (min-max) of {n} interleaved runs")
+print("| model | threads | hpctrain ms/step | PyTorch ms/step | hpctrain samples/s | PyTorch samples/s | ratio (PyTorch / hpctrain time) | ratio per run |")
+print("|---|---:|---:|---:|---:|---:|---:|---|")
+batch = {"distilbert": 16, "cnn": 64}
+for (mine, model, threads), ours in runs.items():
+    if not mine:
+        continue
+    theirs = runs[(False, model, threads)]
+    o, t = median(ours), median(theirs)
+    per_run = ", ".join(f"{b / a:.2f}" for a, b in zip(ours, theirs))
+    print(f"| {model} | {threads} | {o * 1e3:.1f} ({min(ours) * 1e3:.0f}-{max(ours) * 1e3:.0f}) | "
+          f"{t * 1e3:.1f} ({min(theirs) * 1e3:.0f}-{max(theirs) * 1e3:.0f}) | {batch[model] / o:.1f} | "
+          f"{batch[model] / t:.1f} | {t / o:.2f} | {per_run} |")
 PY

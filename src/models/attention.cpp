@@ -1,20 +1,16 @@
 // Multi-head self-attention that holds at most one score matrix per head at a time (attention.hpp).
 #include "models/attention.hpp"
+#include "models/dropout.hpp"
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/random.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Dispatch.h>
-#include <ATen/OpMathType.h>
 #include <torch/autograd.h>
 #include <torch/version.h>
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
 
 namespace hpctrain::models::detail {
 
@@ -24,10 +20,8 @@ namespace hpctrain::models::detail {
 // matrices exist only inside `BlockedAttention`, one batch item (all its heads, one [L, L] matrix per
 // head) at a time, in a few reusable [H, L, L] workspaces: forward keeps q, k, v, the context and the
 // bias for backward; backward recomputes each item's probabilities and dropout mask before using them,
-// as FlashAttention does. The dropout mask comes from a counter-based generator (SplitMix64 over the
-// element index, seeded per call and item), so recomputing it is exact and cheap: measured, it makes a
-// layer's attention with dropout faster than autograd's version with at::dropout, whose Bernoulli draws
-// cost more than the matrix products. Gradient checkpointing of whole layers (a later issue) composes
+// as FlashAttention does. The dropout mask is counter-based (Note [Counter-based dropout]), seeded per
+// call and item, so recomputing it is exact and cheap. Gradient checkpointing of whole layers (a later issue) composes
 // with it: rerunning a layer's forward draws the same seed from the same restored generator state.
 
 namespace {
@@ -41,43 +35,6 @@ double lowest_value(at::ScalarType dtype) {
     case at::kBFloat16: return -3.3895313892515355e38;
     default: fail("attention: activations must be floating point, got {}", std::string(c10::toString(dtype)));
   }
-}
-
-// Per-call seed for the dropout masks, drawn from the default CPU generator so that
-// torch::manual_seed and a restored generator state reproduce it.
-uint64_t draw_seed() {
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(generator.mutex());
-  return generator.get<at::CPUGeneratorImpl>()->random64();
-}
-
-// x <- x * keep / (1 - p), keep ~ Bernoulli(1 - p) with p resolved to 1/65536: element i uses 16 bits
-// of the (i / 4)-th SplitMix64 output of `seed`. The same (seed, layout) gives the same mask.
-void apply_dropout(at::Tensor& x, double p, uint64_t seed) {
-  TORCH_INTERNAL_ASSERT(x.is_contiguous() && x.is_cpu());
-  const auto threshold = static_cast<uint32_t>(std::lround(p * 65536.0));
-  const int64_t n = x.numel();
-  AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "attention_dropout", [&] {
-    using acc_t = at::opmath_type<scalar_t>;
-    const auto keep_scale = static_cast<acc_t>(1.0 / (1.0 - p));
-    scalar_t* data = x.data_ptr<scalar_t>();
-    SplitMix64 rng(seed);
-    for (int64_t i = 0; i < n; i += 4) {
-      uint64_t bits = rng.next();
-      for (int64_t j = i; j < std::min(n, i + 4); ++j, bits >>= 16) {
-        const acc_t kept = static_cast<acc_t>(data[j]) * keep_scale;
-        data[j] = static_cast<scalar_t>((bits & 0xFFFF) >= threshold ? kept : acc_t(0));
-      }
-    }
-  });
-}
-
-// Dropout on a device tensor: the same mask, applied on the host (CUDA builds use fused kernels instead).
-void apply_dropout_anywhere(at::Tensor& x, double p, uint64_t seed) {
-  if (x.is_cpu()) return apply_dropout(x, p, seed);
-  at::Tensor host = x.cpu();
-  apply_dropout(host, p, seed);
-  x.copy_(host);
 }
 
 uint64_t item_seed(uint64_t seed, int64_t item) { return derive_seed(seed, static_cast<uint64_t>(item)); }
@@ -98,12 +55,12 @@ class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
                             const at::Tensor& v, const at::Tensor& bias, double scale, double dropout) {
-    const uint64_t seed = dropout > 0 ? draw_seed() : 0;
+    const uint64_t seed = dropout > 0 ? draw_dropout_seed() : 0;
     at::Tensor context = at::empty_like(q);
     at::Tensor scores = workspace(q), probs = workspace(q);
     for (int64_t b = 0; b < q.size(0); ++b) {
       item_probabilities(probs, scores, q[b], k[b], bias[b], scale);
-      if (dropout > 0) apply_dropout_anywhere(probs, dropout, item_seed(seed, b));
+      if (dropout > 0) apply_dropout_mask(probs, dropout, item_seed(seed, b));
       at::Tensor out = context[b];
       at::bmm_out(out, probs, v[b]);
     }
@@ -135,9 +92,9 @@ class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
       at::Tensor dv = grad_v[b];
       if (dropout > 0) {
         dropped.copy_(probs);
-        apply_dropout_anywhere(dropped, dropout, item_seed(seed, b));
+        apply_dropout_mask(dropped, dropout, item_seed(seed, b));
         at::bmm_out(dv, dropped.transpose(1, 2), dout);
-        apply_dropout_anywhere(grad, dropout, item_seed(seed, b));  // dP
+        apply_dropout_mask(grad, dropout, item_seed(seed, b));  // dP
       } else {
         at::bmm_out(dv, probs.transpose(1, 2), dout);
       }

@@ -3,6 +3,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "models/attention.hpp"
+#include "models/dropout.hpp"
 #include "models/layers.hpp"
 
 #include <ATen/ATen.h>
@@ -52,7 +53,7 @@ at::Tensor BertEmbeddings::forward(const at::Tensor& input_ids, const at::Tensor
   }
   x = x + position_embeddings->forward(at::arange(length, long_options).unsqueeze(0));
   x = layer_norm->forward(x);
-  return is_training() ? at::dropout(x, dropout_, true) : x;
+  return detail::seeded_dropout(x, dropout_, is_training());
 }
 
 BertSelfAttention::BertSelfAttention(const io::BertConfig& s)
@@ -75,7 +76,7 @@ BertResidualOutput::BertResidualOutput(const io::BertConfig& s, int64_t in_featu
 
 at::Tensor BertResidualOutput::forward(const at::Tensor& x, const at::Tensor& residual) {
   at::Tensor h = dense->forward(x);
-  if (is_training()) h = at::dropout(h, dropout_, true);
+  h = detail::seeded_dropout(h, dropout_, is_training());
   return layer_norm->forward(h + residual);
 }
 
@@ -126,7 +127,7 @@ ModelOutput BertForSequenceClassification::forward(const ModelInputs& inputs) {
   for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
   at::Tensor pooled = at::tanh(bert->pooler->forward(hidden.select(1, 0)));
   if (is_training()) {
-    pooled = at::dropout(pooled, settings_.effective_classifier_dropout(), true);
+    pooled = detail::seeded_dropout(pooled, settings_.effective_classifier_dropout(), true);
   }
   ModelOutput out;
   out.logits = classifier->forward(pooled);

@@ -3,6 +3,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "models/attention.hpp"
+#include "models/dropout.hpp"
 #include "models/layers.hpp"
 
 #include <ATen/ATen.h>
@@ -37,7 +38,7 @@ at::Tensor DistilBertEmbeddings::forward(const at::Tensor& input_ids) {
   const at::Tensor positions = at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
   at::Tensor x = word_embeddings->forward(input_ids) + position_embeddings->forward(positions);
   x = layer_norm->forward(x);
-  return is_training() ? at::dropout(x, dropout_, true) : x;
+  return detail::seeded_dropout(x, dropout_, is_training());
 }
 
 DistilBertAttention::DistilBertAttention(const io::DistilBertConfig& s)
@@ -62,7 +63,7 @@ DistilBertFFN::DistilBertFFN(const io::DistilBertConfig& s)
 
 at::Tensor DistilBertFFN::forward(const at::Tensor& hidden) {
   at::Tensor x = lin2->forward(detail::activate(lin1->forward(hidden), activation_));
-  return is_training() ? at::dropout(x, dropout_, true) : x;
+  return detail::seeded_dropout(x, dropout_, is_training());
 }
 
 DistilBertLayer::DistilBertLayer(const io::DistilBertConfig& s) {
@@ -118,7 +119,7 @@ ModelOutput DistilBertForSequenceClassification::forward(const ModelInputs& inpu
   at::Tensor hidden = distilbert->embeddings->forward(inputs.input_ids);
   for (const auto& layer : distilbert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
   at::Tensor pooled = at::relu(pre_classifier->forward(hidden.select(1, 0)));
-  if (is_training()) pooled = at::dropout(pooled, settings_.seq_classif_dropout, true);
+  pooled = detail::seeded_dropout(pooled, settings_.seq_classif_dropout, is_training());
   ModelOutput out;
   out.logits = classifier->forward(pooled);
   if (inputs.labels.defined()) out.loss = classification_loss(out.logits, inputs.labels, config().common.problem_type);
