@@ -26,7 +26,8 @@ namespace hpctrain::models::detail {
 // manual_seed and a resumed run's restored generator reproduce every mask (Note [Dropout seeds] in
 // train/accelerator.hpp). Backward and attention's recomputation (Note [Attention memory]) redraw the
 // mask from the seed instead of storing it, and threads can fill any range independently.
-// The keep probability is quantized to 1/65536 (0.1 -> 0.1000061).
+// The drop probability is quantized to multiples of 1/65536 (0.1 -> 0.1000061; the kept values are still
+// scaled by 1 / (1 - p), a bias of 7e-6 relative in expectation).
 
 namespace {
 
@@ -55,7 +56,7 @@ void mask_range(scalar_t* data, int64_t begin, int64_t end, uint32_t threshold, 
 void apply_on_host(at::Tensor& x, double p, uint64_t seed) {
   TORCH_INTERNAL_ASSERT(x.is_contiguous() && x.is_cpu());
   const auto threshold = static_cast<uint32_t>(std::lround(p * 65536.0));
-  const double scale = 1.0 / (1.0 - p);
+  const double scale = p < 1 ? 1.0 / (1.0 - p) : 0.0;  // p == 1 drops everything, as at::dropout
   const int64_t n = x.numel();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, x.scalar_type(), "hpctrain_dropout", [&] {
     scalar_t* data = x.data_ptr<scalar_t>();
@@ -94,7 +95,7 @@ uint64_t draw_dropout_seed() {
 }
 
 void apply_dropout_mask(at::Tensor& x, double p, uint64_t seed) {
-  HPCTRAIN_CHECK(p >= 0 && p < 1, "dropout probability {} out of range [0, 1)", p);
+  HPCTRAIN_CHECK(p >= 0 && p <= 1, "dropout probability {} out of range [0, 1]", p);
   if (x.is_cpu()) return apply_on_host(x, p, seed);
   at::Tensor host = x.cpu();  // device tensors: the same mask, applied on the host
   apply_on_host(host, p, seed);
@@ -103,6 +104,7 @@ void apply_dropout_mask(at::Tensor& x, double p, uint64_t seed) {
 
 at::Tensor seeded_dropout(const at::Tensor& x, double p, bool training) {
   if (!training || p <= 0) return x;
+  if (!x.is_cpu()) return at::dropout(x, p, true);  // device kernels draw from the device's generator
   return Dropout::apply(x, p);
 }
 

@@ -17,7 +17,8 @@ namespace hpctrain::models::detail {
 void apply_dropout_mask(at::Tensor& x, double p, uint64_t seed);
 
 // at::dropout(x, p, training) for activations, without keeping a mask for backward: backward redraws it
-// from the saved seed. Autograd-aware; returns x itself when not training or p == 0.
+// from the saved seed. Autograd-aware; returns x itself when not training or p == 0. Tensors on a device
+// (CUDA) use at::dropout: its kernel and the device generator are the fast path there.
 [[nodiscard]] at::Tensor seeded_dropout(const at::Tensor& x, double p, bool training);
 
 }  // namespace hpctrain::models::detail

@@ -25,6 +25,7 @@ BOOST_AUTO_TEST_CASE(zeroes_a_share_p_and_scales_the_rest) {
   BOOST_TEST(at::allclose(y.masked_select(~dropped), x.masked_select(~dropped) / (1 - p)));
   BOOST_TEST(seeded_dropout(x, p, /*training=*/false).is_same(x));
   BOOST_TEST(seeded_dropout(x, 0.0, /*training=*/true).is_same(x));
+  BOOST_TEST(seeded_dropout(x, 1.0, /*training=*/true).abs().sum().item<double>() == 0);  // as at::dropout
 }
 
 BOOST_AUTO_TEST_CASE(the_seed_decides_the_mask_whatever_the_threads) {
