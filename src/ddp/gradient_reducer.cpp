@@ -27,6 +27,16 @@
 // reduce the flagged buckets' late gradients once more, in order: late gradients cost a collective
 // only when they happen, and never desynchronize the ranks.
 //
+// Note [Row-sparse buckets]
+// An embedding gradient ([vocab, dim]) is non-zero only in the rows of the tokens in the batch, and it is
+// the last gradient backward produces, so its whole reduction is exposed after backward (31 MB, 70 % of
+// all gradient bytes, for the DistilBERT benchmark model). A bucket holding a single 2-D parameter with
+// at least kRowSparseMinRows rows and 8x more rows than columns is reduced by rows: every rank marks
+// its non-zero rows in a byte per row, a max-allreduce of those marks gives the union (identical on
+// every rank), and only the union's rows (plus any trailing late-gradient flags) are summed. Rows
+// outside the union are zero on every rank, so the result equals the dense reduction's. When the union
+// holds more than half the rows, the dense reduction runs instead (every rank decides alike).
+//
 // Buffers live on the CPU whatever the parameters' device: MPI reduces host memory (no CUDA-aware
 // MPI needed), and copies to and from the device go through ordinary copy_ on the caller's stream.
 
@@ -44,21 +54,55 @@ at::ScalarType reduction_dtype(at::ScalarType dtype) { return dtype == at::kDoub
 
 dist::DType to_dist(at::ScalarType dtype) { return dtype == at::kDouble ? dist::DType::f64 : dist::DType::f32; }
 
+constexpr int64_t kRowSparseMinRows = 1024;
+
 // A bucket's flat buffer, shared with the communication thread (which may outlive the reducer,
 // see CommThread::~CommThread).
 struct FlatBuffer {
   at::Tensor values;       // CPU, 1-D: gradients, then (last bucket, overlap) late-gradient flags
   int64_t grad_numel = 0;  // elements that hold gradients; the rest are flags
+  int64_t rows = 0;        // > 0: the gradients are one [rows, grad_numel / rows] matrix reduced by rows
   double seconds = 0;      // time of the last reduction (written by whoever reduced it)
+  int64_t bytes = 0;       // bytes passed to allreduce by the last reduction
 };
+
+void allreduce_sum(dist::Comm& comm, const at::Tensor& values) {
+  comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
+                 dist::ReduceOp::sum);
+}
+
+// Note [Row-sparse buckets]: false (nothing done) when the dense reduction is the cheaper one.
+bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer) {
+  const int64_t width = buffer.grad_numel / buffer.rows;
+  const at::Tensor grads = buffer.values.narrow(0, 0, buffer.grad_numel).view({buffer.rows, width});
+  at::Tensor marks = grads.ne(0).any(1).to(at::kByte).contiguous();
+  comm.allreduce(marks.data_ptr(), static_cast<std::size_t>(marks.numel()), dist::DType::u8, dist::ReduceOp::max);
+  buffer.bytes = marks.numel();
+  const at::Tensor rows = marks.nonzero().view(-1);
+  const int64_t selected = rows.numel();
+  if (selected * 2 > buffer.rows) return false;
+  const int64_t flags = buffer.values.numel() - buffer.grad_numel;
+  at::Tensor packed = at::empty({selected * width + flags}, buffer.values.options());
+  at::Tensor packed_rows = packed.narrow(0, 0, selected * width).view({selected, width});
+  at::index_select_out(packed_rows, grads, 0, rows);
+  packed.narrow(0, selected * width, flags).copy_(buffer.values.narrow(0, buffer.grad_numel, flags));
+  allreduce_sum(comm, packed);
+  buffer.bytes += packed.nbytes();
+  if (comm.world_size() > 1) packed_rows.div_(comm.world_size());
+  grads.index_copy_(0, rows, packed_rows);
+  buffer.values.narrow(0, buffer.grad_numel, flags).copy_(packed.narrow(0, selected * width, flags));
+  return true;
+}
 
 // Allreduce-sums `buffer` in place and divides its gradients by world_size.
 void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer) {
   const auto start = Clock::now();
-  const at::Tensor& values = buffer.values;
-  comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
-                 dist::ReduceOp::sum);
-  if (comm.world_size() > 1) values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
+  buffer.bytes = 0;
+  if (buffer.rows == 0 || !reduce_rows(comm, buffer)) {
+    allreduce_sum(comm, buffer.values);
+    buffer.bytes += buffer.values.nbytes();
+    if (comm.world_size() > 1) buffer.values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
+  }
   buffer.seconds = seconds_since(start);
 }
 
@@ -172,6 +216,11 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     const at::ScalarType dtype = reduction_dtype(params[bucket.params.front()].param.scalar_type());
     bucket.buffer->values = at::zeros({numel + (is_last ? static_cast<int64_t>(late_flags) : 0)},
                                       at::TensorOptions().dtype(dtype).device(at::kCPU));
+    const at::Tensor& only = params[bucket.params.front()].param;
+    if (bucket.params.size() == 1 && only.dim() == 2 && only.size(0) >= kRowSparseMinRows &&
+        only.size(0) >= 8 * only.size(1)) {
+      bucket.buffer->rows = only.size(0);  // Note [Row-sparse buckets]
+    }
     buckets.push_back(std::move(bucket));
   }
 
@@ -283,7 +332,7 @@ void GradientReducer::Impl::reduce_late_gradients() {
     }
     reduce_in_place(*comm, late);
     buckets[b].buffer->values.add_(late.values);
-    last_step.bytes_reduced += late.values.nbytes();
+    last_step.bytes_reduced += late.bytes;
     last_step.allreduce_seconds += late.seconds;
   }
 }
@@ -347,7 +396,7 @@ std::string GradientReducer::Impl::finalize() {
   while (next_launch < buckets.size()) launch(next_launch++);
   if (overlap && !buckets.empty()) comm_thread->wait(buckets.back().ticket);
   for (const BucketState& bucket : buckets) {
-    last_step.bytes_reduced += bucket.buffer->values.nbytes();
+    last_step.bytes_reduced += bucket.buffer->bytes;
     last_step.allreduce_seconds += bucket.buffer->seconds;
   }
   reduce_late_gradients();
