@@ -18,7 +18,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -73,12 +72,6 @@ Settings parse(int argc, char** argv) {
   return s;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 int run(dist::Comm& comm, const Settings& s) {
   train::AcceleratorOptions options;
   options.threads = s.threads;
@@ -109,10 +102,10 @@ int run(dist::Comm& comm, const Settings& s) {
     allreduce_seconds.push_back(s.sync ? stats.allreduce_seconds : 0.0);
   }
   // The job's step time is its slowest rank's.
-  const double local_median = median(step_seconds);
+  const double local_median = bench::median(step_seconds);
   const double step_median = comm.allreduce_value(local_median, dist::ReduceOp::max);
-  const double exposed = comm.allreduce_value(median(exposed_seconds), dist::ReduceOp::max);
-  const double allreduce = comm.allreduce_value(median(allreduce_seconds), dist::ReduceOp::max);
+  const double exposed = comm.allreduce_value(bench::median(exposed_seconds), dist::ReduceOp::max);
+  const double allreduce = comm.allreduce_value(bench::median(allreduce_seconds), dist::ReduceOp::max);
   if (comm.is_main_process()) {
     const double samples = static_cast<double>(bench::benchmark_batch(s.model) * comm.world_size());
     const nlohmann::json result{{"impl", "hpctrain"},

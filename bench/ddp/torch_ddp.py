@@ -6,7 +6,6 @@ ddp.no_sync() (compute only). Rank 0 prints one JSON line like bench_train's.
 Usage: mpirun -np N python3 torch_ddp.py --model distilbert|cnn [--threads T=1] [--steps S=10] [--warmup W=2]
                                          [--sync on|off] [--port P=29533]
 """
-import argparse
 import datetime
 import json
 import os
@@ -24,11 +23,7 @@ import torch_models  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=["distilbert", "cnn"], default="distilbert")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
+    parser = torch_models.argument_parser(__doc__.splitlines()[0], steps=10, warmup=2)
     parser.add_argument("--sync", choices=["on", "off"], default="on")
     parser.add_argument("--port", type=int, default=29533)
     args = parser.parse_args()

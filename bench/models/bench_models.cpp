@@ -16,7 +16,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -71,9 +70,7 @@ int main(int argc, char** argv) {
     loss_sum += out.loss.item<double>();
     if (step >= warmup) times.push_back(std::chrono::duration<double>(stop - start).count());
   }
-  std::sort(times.begin(), times.end());
-  const size_t n = times.size();
-  const double median = n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  const double median = hpctrain::bench::median(times);
 
   const nlohmann::json result{{"impl", "hpctrain"},      {"model", model_name},
                               {"threads", threads},      {"steps", steps},

@@ -9,10 +9,12 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <vector>
 
 namespace hpctrain::bench {
 
@@ -48,6 +50,13 @@ inline models::ModelInputs benchmark_inputs(const std::string& model) {
     inputs.labels = at::randint(0, 10, {batch}, at::kLong);
   }
   return inputs;
+}
+
+// Median of step times (not empty).
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace hpctrain::bench

@@ -77,13 +77,18 @@ def build(name):
     return model, (lambda m=model: m(pixels)), labels
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def argument_parser(description, steps, warmup):
+    """The options every benchmark peer takes (bench_models and bench_train take the same)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", choices=["distilbert", "cnn"], default="distilbert")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--warmup", type=int, default=warmup)
+    return parser
+
+
+def main():
+    args = argument_parser(__doc__.splitlines()[0], steps=20, warmup=3).parse_args()
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -120,12 +120,6 @@ bool is_shard_file_name(std::string_view name, std::string_view prefix, std::str
   return true;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  AtomicFile file(path);
-  file.write(contents.data(), contents.size());
-  file.commit();
-}
-
 std::string read_text_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   HPCTRAIN_CHECK(in.good(), "cannot open '{}': {}", path.string(), os_reason());

@@ -56,8 +56,7 @@ class AtomicFile {
 // True for `<prefix>NNNNN-of-NNNNN<suffix>` (transformers' shard names, e.g. "model-", ".safetensors").
 [[nodiscard]] bool is_shard_file_name(std::string_view name, std::string_view prefix, std::string_view suffix);
 
-// Whole-file helpers with errors naming the path.
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+// Whole-file helper with errors naming the path (atomic writes: hpctrain/io/atomic_write.hpp).
 [[nodiscard]] std::string read_text_file(const std::filesystem::path& path);
 
 }  // namespace hpctrain::io::detail

@@ -1,6 +1,7 @@
 // HfConfig::to_json / save: the original object with our keys overwritten, written as transformers does.
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "io/file_util.hpp"
 
 namespace hpctrain::io {
@@ -114,7 +115,7 @@ std::string HfConfig::to_json_string() const {
 
 void HfConfig::save(const std::filesystem::path& path) const {
   const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "config.json" : path;
-  detail::write_file_atomically(file, to_json_string());
+  write_file_atomically(file, to_json_string());
 }
 
 }  // namespace hpctrain::io

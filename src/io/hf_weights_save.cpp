@@ -1,6 +1,7 @@
 // save_sharded() and its pure parts: plan_shards() and parse_size().
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/safetensors.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "io/file_util.hpp"
 
 #include <nlohmann/json.hpp>
@@ -120,7 +121,7 @@ SavedWeights save_sharded(const fs::path& dir, const std::vector<TensorView>& te
     }
     // The index goes last: a reader never sees an index naming shards that are not written yet.
     saved.files.push_back(dir / kSafeWeightsIndexName);
-    detail::write_file_atomically(saved.files.back(), index_text(tensors, plan));
+    write_file_atomically(saved.files.back(), index_text(tensors, plan));
   }
   remove_stale_weights(dir, saved);
   return saved;

@@ -21,8 +21,9 @@ namespace hpctrain::models::detail {
 // head) at a time, in a few reusable [H, L, L] workspaces: forward keeps q, k, v, the context and the
 // bias for backward; backward recomputes each item's probabilities and dropout mask before using them,
 // as FlashAttention does. The dropout mask is counter-based (Note [Counter-based dropout]), seeded per
-// call and item, so recomputing it is exact and cheap. Gradient checkpointing of whole layers (a later issue) composes
-// with it: rerunning a layer's forward draws the same seed from the same restored generator state.
+// call and item, so recomputing it is exact and cheap. Gradient checkpointing of whole layers (a later
+// issue) composes with it: rerunning a layer's forward draws the same seed from the same restored
+// generator state.
 
 namespace {
 

@@ -126,9 +126,7 @@ ModelOutput BertForSequenceClassification::forward(const ModelInputs& inputs) {
   at::Tensor hidden = bert->embeddings->forward(inputs.input_ids, inputs.token_type_ids);
   for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
   at::Tensor pooled = at::tanh(bert->pooler->forward(hidden.select(1, 0)));
-  if (is_training()) {
-    pooled = detail::seeded_dropout(pooled, settings_.effective_classifier_dropout(), true);
-  }
+  pooled = detail::seeded_dropout(pooled, settings_.effective_classifier_dropout(), is_training());
   ModelOutput out;
   out.logits = classifier->forward(pooled);
   if (inputs.labels.defined()) out.loss = classification_loss(out.logits, inputs.labels, config().common.problem_type);

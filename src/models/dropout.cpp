@@ -21,9 +21,9 @@ namespace hpctrain::models::detail {
 // at::dropout draws one Bernoulli sample per element from LibTorch's sequential CPU generator and keeps
 // the mask for backward. Measured on the DistilBERT benchmark model, those draws cost more than the
 // attention's matrix products, and the masks are activation-sized memory. Here the mask bit of element
-// i is a function of (seed, i): 16 bits of the (i / 4)-th output of SplitMix64 started at `seed`, i.e.
-// mix(seed + (i / 4 + 1) * golden_gamma). One seed per call comes from the default generator, so
-// manual_seed and a resumed run's restored generator reproduce every mask (Note [Dropout seeds] in
+// i is a function of (seed, i): 16 bits of output i / 4 of SplitMix64(seed) (splitmix64_output). One
+// seed per call comes from the default generator, so manual_seed and a resumed run's restored
+// generator reproduce every mask (Note [Dropout seeds] in
 // train/accelerator.hpp). Backward and attention's recomputation (Note [Attention memory]) redraw the
 // mask from the seed instead of storing it, and threads can fill any range independently.
 // The drop probability is quantized to multiples of 1/65536 (0.1 -> 0.1000061; the kept values are still
@@ -31,21 +31,13 @@ namespace hpctrain::models::detail {
 
 namespace {
 
-constexpr uint64_t kGoldenGamma = 0x9E3779B97F4A7C15ull;
-
-uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // x * keep * scale for the elements [begin, end) (begin a multiple of 4).
 template <typename scalar_t>
 void mask_range(scalar_t* data, int64_t begin, int64_t end, uint32_t threshold, double scale, uint64_t seed) {
   using acc_t = at::opmath_type<scalar_t>;
   const auto keep_scale = static_cast<acc_t>(scale);
   for (int64_t i = begin; i < end; i += 4) {
-    uint64_t bits = mix(seed + (static_cast<uint64_t>(i / 4) + 1) * kGoldenGamma);
+    uint64_t bits = splitmix64_output(seed, static_cast<uint64_t>(i / 4));
     for (int64_t j = i; j < std::min(end, i + 4); ++j, bits >>= 16) {
       data[j] = static_cast<scalar_t>((bits & 0xFFFF) >= threshold ? static_cast<acc_t>(data[j]) * keep_scale
                                                                   : acc_t(0));
@@ -71,7 +63,7 @@ class Dropout : public torch::autograd::Function<Dropout> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x, double p) {
     const uint64_t seed = draw_dropout_seed();
-    at::Tensor out = x.contiguous().clone();
+    at::Tensor out = x.clone(at::MemoryFormat::Contiguous);
     apply_dropout_mask(out, p, seed);
     ctx->saved_data["p"] = p;
     ctx->saved_data["seed"] = static_cast<int64_t>(seed);  // IValue holds int64; the bits round-trip
@@ -80,7 +72,7 @@ class Dropout : public torch::autograd::Function<Dropout> {
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
-    at::Tensor grad = grad_outputs[0].contiguous().clone();
+    at::Tensor grad = grad_outputs[0].clone(at::MemoryFormat::Contiguous);
     apply_dropout_mask(grad, ctx->saved_data["p"].toDouble(), static_cast<uint64_t>(ctx->saved_data["seed"].toInt()));
     return {grad, at::Tensor()};
   }

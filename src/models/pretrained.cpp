@@ -2,7 +2,7 @@
 #include "hpctrain/models/pretrained.hpp"
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/io/atomic_folder.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/registry.hpp"
 
@@ -90,8 +90,8 @@ Pretrained from_pretrained(const fs::path& dir) {
   return out;
 }
 
-void save_pretrained(const SequenceClassifier& model, const fs::path& dir,
-                     const std::vector<fs::path>& tokenizer_files) {
+void write_pretrained_files(const SequenceClassifier& model, const fs::path& dir,
+                            const std::vector<fs::path>& tokenizer_files) {
   // CPU, contiguous copies that stay alive while the views point into them.
   const StateDict tensors = state_dict(model);
   HPCTRAIN_CHECK(!tensors.empty(), "save_pretrained: the model has no parameters");
@@ -106,19 +106,22 @@ void save_pretrained(const SequenceClassifier& model, const fs::path& dir,
                                    static_cast<const std::byte*>(t.data_ptr()), t.nbytes()});
   }
 
+  io::save_sharded(dir, views, {{"format", "pt"}});
+  config_to_save(model, host.front().scalar_type()).save(dir / "config.json");
+  for (const fs::path& file : tokenizer_files) {
+    HPCTRAIN_CHECK(fs::is_regular_file(file), "save_pretrained: tokenizer file '{}' does not exist", file.string());
+    fs::copy_file(file, dir / file.filename(), fs::copy_options::overwrite_existing);
+  }
+}
+
+void save_pretrained(const SequenceClassifier& model, const fs::path& dir,
+                     const std::vector<fs::path>& tokenizer_files) {
   if (fs::exists(dir)) {
     HPCTRAIN_CHECK(fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "config.json")),
                    "save_pretrained: refusing to replace '{}': it exists and is not a model folder (no config.json)",
                    dir.string());
   }
-  io::write_folder_atomically(dir, [&](const fs::path& tmp) {
-    io::save_sharded(tmp, views, {{"format", "pt"}});
-    config_to_save(model, host.front().scalar_type()).save(tmp / "config.json");
-    for (const fs::path& file : tokenizer_files) {
-      HPCTRAIN_CHECK(fs::is_regular_file(file), "save_pretrained: tokenizer file '{}' does not exist", file.string());
-      fs::copy_file(file, tmp / file.filename(), fs::copy_options::overwrite_existing);
-    }
-  });
+  io::write_folder_atomically(dir, [&](const fs::path& tmp) { write_pretrained_files(model, tmp, tokenizer_files); });
 }
 
 }  // namespace hpctrain::models

@@ -12,9 +12,9 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/log.hpp"
-#include "hpctrain/io/atomic_folder.hpp"
 #include "hpctrain/core/random.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -210,7 +210,7 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
     try {
       io::write_folder_atomically(dir, [&](const fs::path& tmp) {
         if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
-          models::save_pretrained(*classifier, tmp, tokenizer_files_);
+          models::write_pretrained_files(*classifier, tmp, tokenizer_files_);
         else
           save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
         if (optimizer_ != nullptr) save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());

@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -15,7 +14,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/ddp/consistency.hpp"
-#include "hpctrain/io/atomic_folder.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/safetensors.hpp"
 
 namespace hpctrain::train {
@@ -57,14 +56,6 @@ at::ScalarType scalar_type(io::DType dtype) {
   fail("unknown safetensors dtype");
 }
 
-// Renames to a hidden name first so a crash mid-removal never leaves a partial checkpoint.
-void remove_folder(const fs::path& dir) {
-  const fs::path doomed = dir.parent_path() / fmt::format(".{}.deleting-{}", dir.filename().string(), ::getpid());
-  fs::rename(dir, doomed);
-  std::error_code error;
-  fs::remove_all(doomed, error);
-}
-
 }  // namespace
 
 std::string checkpoint_name(int64_t step) { return fmt::format("{}{}", kPrefix, step); }
@@ -101,7 +92,7 @@ std::vector<fs::path> rotate_checkpoints(const fs::path& output, int64_t keep) {
   if (keep <= 0) return removed;
   const auto all = list_checkpoints(output);
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) {
-    remove_folder(all[i].path);
+    io::remove_folder(all[i].path);
     removed.push_back(all[i].path);
   }
   return removed;
@@ -198,13 +189,6 @@ std::string read_text(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);
   HPCTRAIN_CHECK(file.good(), "cannot open '{}': {}", path.string(), std::strerror(errno));
   return std::string(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
-}
-
-void write_text_atomically(const fs::path& path, const std::string& contents) {
-  const fs::path tmp = path.string() + ".tmp";
-  write_text(tmp, contents);
-  io::sync_path(tmp);
-  fs::rename(tmp, path);
 }
 
 }  // namespace hpctrain::train

@@ -21,6 +21,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -348,7 +349,7 @@ TrainResult Run::finish(double seconds, int64_t samples) {
   collectively(comm, "saving the final model", [&] {
     if (!comm.is_main_process()) return;
     models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files);
-    write_text_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
+    io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
   });
   log::info("done: {} steps in {} ({:.1f} samples/s); final model in {}", state.global_step, format_duration(seconds),
             result.samples_per_second, result.final_dir.string());

@@ -11,6 +11,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 
 namespace hpctrain::train {
@@ -30,7 +31,7 @@ void truncate_after(const fs::path& path, int64_t last_step) {
     const auto entry = nlohmann::json::parse(line, nullptr, false);
     if (entry.is_object() && entry.value("step", int64_t{0}) <= last_step) kept += line + "\n";
   }
-  write_text_atomically(path, kept);
+  io::write_file_atomically(path, kept);
 }
 
 nlohmann::json times_json(const StepTimes& t, double steps) {

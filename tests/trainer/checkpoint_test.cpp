@@ -6,7 +6,7 @@
 #include "fixtures.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
-#include "hpctrain/io/atomic_folder.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 
 using namespace hpctrain;

@@ -9,15 +9,25 @@
 namespace hpctrain {
 
 // SplitMix64: a small, well-mixed 64-bit generator; also used to derive independent seeds.
+// Its n-th output is a function of (seed, n) alone (splitmix64_output), so ranges of the stream can be
+// computed in any order, e.g. by several threads.
+inline constexpr uint64_t kSplitMix64Gamma = 0x9E3779B97F4A7C15ull;
+
+inline uint64_t splitmix64_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Output `index` (0-based) of SplitMix64(seed), without generating the ones before it.
+inline uint64_t splitmix64_output(uint64_t seed, uint64_t index) {
+  return splitmix64_mix(seed + (index + 1) * kSplitMix64Gamma);
+}
+
 class SplitMix64 {
  public:
   explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  uint64_t next() { return splitmix64_mix(state_ += kSplitMix64Gamma); }
   // Uniform integer in [0, bound) without modulo bias (Lemire's method with rejection).
   uint64_t below(uint64_t bound) {
     if (bound <= 1) return 0;

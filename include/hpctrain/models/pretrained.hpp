@@ -34,4 +34,9 @@ struct Pretrained {
 void save_pretrained(const SequenceClassifier& model, const std::filesystem::path& dir,
                      const std::vector<std::filesystem::path>& tokenizer_files = {});
 
+// save_pretrained's files written into `dir`, an existing empty folder, without its atomic replacement:
+// for callers that build a larger folder atomically themselves (checkpoints, Accelerator::save_state).
+void write_pretrained_files(const SequenceClassifier& model, const std::filesystem::path& dir,
+                            const std::vector<std::filesystem::path>& tokenizer_files = {});
+
 }  // namespace hpctrain::models

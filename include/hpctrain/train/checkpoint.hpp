@@ -65,7 +65,5 @@ void copy_tensors_strict(const TensorMap& source, const TensorMap& target, const
 // Whole text files (Error naming the path); write_text does not sync (io::write_folder_atomically does).
 void write_text(const std::filesystem::path& path, const std::string& contents);
 [[nodiscard]] std::string read_text(const std::filesystem::path& path);
-// Writes `path.tmp`, fsyncs it and renames it over `path`.
-void write_text_atomically(const std::filesystem::path& path, const std::string& contents);
 
 }  // namespace hpctrain::train

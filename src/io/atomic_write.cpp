@@ -1,4 +1,4 @@
-#include "hpctrain/io/atomic_folder.hpp"
+#include "hpctrain/io/atomic_write.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "hpctrain/core/error.hpp"
+#include "io/file_util.hpp"
 
 namespace hpctrain::io {
 namespace {
@@ -60,6 +61,19 @@ void write_folder_atomically(const fs::path& dir, const std::function<void(const
   }
   sync_path(dir.has_parent_path() ? dir.parent_path() : fs::path("."));
   if (!aside.empty()) fs::remove_all(aside, ignored);
+}
+
+void write_file_atomically(const fs::path& path, std::string_view contents) {
+  detail::AtomicFile file(path);
+  file.write(contents.data(), contents.size());
+  file.commit();
+}
+
+void remove_folder(const fs::path& dir) {
+  const fs::path doomed = hidden_sibling(dir, "deleting");
+  fs::rename(dir, doomed);
+  std::error_code ignored;
+  fs::remove_all(doomed, ignored);
 }
 
 void sync_path(const fs::path& path) {

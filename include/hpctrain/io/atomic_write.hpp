@@ -1,8 +1,10 @@
-// Folders that exist only when complete: model folders (save_pretrained) and checkpoints.
+// Files and folders that exist only when complete: configs, weights, model folders (save_pretrained),
+// checkpoints, trainer state.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <string_view>
 
 namespace hpctrain::io {
 
@@ -14,6 +16,14 @@ namespace hpctrain::io {
 // the temporary is removed and `dir` is untouched.
 void write_folder_atomically(const std::filesystem::path& dir,
                              const std::function<void(const std::filesystem::path& tmp)>& fill);
+
+// Writes `path` atomically: `contents` go to `path.tmp`, which is fsynced and renamed over `path`
+// (Note [Mapped files stay valid] in src/io/file_util.hpp); on failure the temporary is removed.
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+
+// Removes `dir`: renamed to a hidden sibling (".NAME.deleting-PID") first, so a crash mid-removal never
+// leaves a partial folder under its real name.
+void remove_folder(const std::filesystem::path& dir);
 
 // fsync of one file or folder (Error naming the path; folders on file systems that refuse it are skipped).
 void sync_path(const std::filesystem::path& path);
