@@ -86,17 +86,25 @@ int run(dist::Comm& comm, const Settings& s) {
   torch::manual_seed(1 + static_cast<uint64_t>(comm.rank()));  // each rank its own batch
   const models::ModelInputs inputs = bench::benchmark_inputs(s.model);
 
-  std::vector<double> step_seconds, exposed_seconds, allreduce_seconds;
+  std::vector<double> step_seconds, exposed_seconds, allreduce_seconds, forward_seconds, backward_seconds,
+      optimizer_seconds;
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   acc.wait_for_everyone();
   for (int step = 0; step < s.warmup + s.steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = Clock::now();
     acc.zero_grad();
     const models::ModelOutput out = model->forward(inputs);
+    const auto forward_done = Clock::now();
     acc.backward(out.loss);
+    const auto backward_done = Clock::now();
     optimizer.step(1e-4);
-    const auto stop = std::chrono::steady_clock::now();
+    const auto stop = Clock::now();
     if (step < s.warmup) continue;
-    step_seconds.push_back(std::chrono::duration<double>(stop - start).count());
+    step_seconds.push_back(seconds(start, stop));
+    forward_seconds.push_back(seconds(start, forward_done));
+    backward_seconds.push_back(seconds(forward_done, backward_done));
+    optimizer_seconds.push_back(seconds(backward_done, stop));
     const ddp::ReducerStats& stats = acc.reducer().last_step_stats();
     exposed_seconds.push_back(s.sync ? stats.exposed_seconds : 0.0);
     allreduce_seconds.push_back(s.sync ? stats.allreduce_seconds : 0.0);
@@ -106,6 +114,11 @@ int run(dist::Comm& comm, const Settings& s) {
   const double step_median = comm.allreduce_value(local_median, dist::ReduceOp::max);
   const double exposed = comm.allreduce_value(bench::median(exposed_seconds), dist::ReduceOp::max);
   const double allreduce = comm.allreduce_value(bench::median(allreduce_seconds), dist::ReduceOp::max);
+  auto slowest = [&](const std::vector<double>& values) {
+    return comm.allreduce_value(bench::median(values), dist::ReduceOp::max);
+  };
+  const double forward = slowest(forward_seconds), backward = slowest(backward_seconds),
+               optimizer_step = slowest(optimizer_seconds);
   if (comm.is_main_process()) {
     const double samples = static_cast<double>(bench::benchmark_batch(s.model) * comm.world_size());
     const nlohmann::json result{{"impl", "hpctrain"},
@@ -118,7 +131,10 @@ int run(dist::Comm& comm, const Settings& s) {
                                 {"median_s", step_median},
                                 {"samples_per_s", samples / step_median},
                                 {"reducer_exposed_s", exposed},
-                                {"reducer_allreduce_s", allreduce}};
+                                {"reducer_allreduce_s", allreduce},
+                                {"forward_s", forward},
+                                {"backward_s", backward},
+                                {"optimizer_s", optimizer_step}};
     std::cout << result.dump() << std::endl;
   }
   return 0;

@@ -37,6 +37,19 @@
 // outside the union are zero on every rank, so the result equals the dense reduction's. When the union
 // holds more than half the rows, the dense reduction runs instead (every rank decides alike).
 //
+// Note [Gradients as bucket views]
+// After finalize(), the .grad of a CPU parameter reduced in its own dtype is a view of its slice of the
+// bucket buffer (DDP's gradient_as_bucket_view): the averages are not copied back, and the optimizer
+// reads them in place. Other parameters (device tensors, half precision) get the average copied into
+// their .grad. The buffer must never change while the communication thread reduces it, yet autograd's
+// AccumulateGrad adds into an existing .grad in place, after the tensor hooks run. So the hook that
+// copies a gradient into its slot (start_slot) first folds whatever .grad holds into the slot — nothing
+// to copy when .grad already is the slot — and then sets .grad to undefined: AccumulateGrad then just
+// takes the new gradient as .grad, and finalize() replaces it with the view. Between steps the views
+// behave as ordinary gradients: zero_grad() (to none or zero_()), no-sync micro-batches accumulating
+// into them, and clipping all work. As with DDP, a reference to a .grad kept across a synced backward
+// sees the next step's values.
+//
 // Buffers live on the CPU whatever the parameters' device: MPI reduces host memory (no CUDA-aware
 // MPI needed), and copies to and from the device go through ordinary copy_ on the caller's stream.
 
@@ -65,6 +78,12 @@ struct FlatBuffer {
   double seconds = 0;      // time of the last reduction (written by whoever reduced it)
   int64_t bytes = 0;       // bytes passed to allreduce by the last reduction
 };
+
+// Whether two tensors are the same elements of the same memory (a .grad that already is its bucket slice).
+bool aliases(const at::Tensor& a, const at::Tensor& b) {
+  return a.is_alias_of(b) && a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
+         a.scalar_type() == b.scalar_type();
+}
 
 void allreduce_sum(dist::Comm& comm, const at::Tensor& values) {
   comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
@@ -240,11 +259,12 @@ at::Tensor GradientReducer::Impl::slot_view(const ParamSlot& slot) const {
   return buckets[slot.bucket].buffer->values.narrow(0, slot.offset, slot.param.numel()).view(slot.param.sizes());
 }
 
-// First gradient of a step: the slot starts from the local .grad (accumulated micro-batches), else zeros.
+// First gradient of a step: the slot starts from the local .grad (accumulated micro-batches, or a previous
+// step's gradient nobody zeroed), else zeros. See Note [Gradients as bucket views].
 void GradientReducer::Impl::start_slot(ParamSlot& slot, const at::Tensor& slot_values, const at::Tensor& grad) {
   const at::Tensor& accumulated = slot.param.grad();
   if (accumulated.defined()) {
-    slot_values.copy_(accumulated);
+    if (!aliases(accumulated, slot_values)) slot_values.copy_(accumulated);
     if (grad.defined()) slot_values.add_(grad.to(at::kCPU));
   } else if (grad.defined()) {
     slot_values.copy_(grad);
@@ -277,6 +297,9 @@ void GradientReducer::Impl::on_gradient(std::size_t index, const at::Tensor& gra
   } else if (grad.defined()) {  // a second gradient in this step: accumulate
     slot_values.add_(grad.to(at::kCPU));
   }
+  // The slot holds everything .grad held: AccumulateGrad, which runs after this hook, then takes the new
+  // gradient as .grad instead of adding it into the bucket while the bucket may be in flight.
+  slot.param.mutable_grad() = at::Tensor();
   ++slot.fired;
   if (overlap) launch_ready_buckets();
 }
@@ -337,11 +360,17 @@ void GradientReducer::Impl::reduce_late_gradients() {
   }
 }
 
+// Note [Gradients as bucket views]: a CPU parameter reduced in its own dtype gets its bucket slice as .grad.
 void GradientReducer::Impl::write_averages_to_grads() {
   for (ParamSlot& slot : params) {
     at::Tensor& grad = slot.param.mutable_grad();
+    at::Tensor average = slot_view(slot);
+    if (slot.param.is_cpu() && slot.param.scalar_type() == average.scalar_type()) {
+      grad = std::move(average);
+      continue;
+    }
     if (!grad.defined()) grad = at::empty_like(slot.param, at::MemoryFormat::Contiguous);
-    grad.copy_(slot_view(slot));
+    grad.copy_(average);
   }
 }
 

@@ -1,7 +1,10 @@
 #include "hpctrain/train/adamw.hpp"
 
+#include <ATen/Parallel.h>
+
 #include <cmath>
 
+#include "adamw_kernel.hpp"
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain::train {
@@ -20,27 +23,72 @@ AdamW::AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, A
     Slot slot;
     slot.name = name;
     slot.param = param;
-    slot.exp_avg = at::zeros_like(param, at::MemoryFormat::Preserve);
-    slot.exp_avg_sq = at::zeros_like(param, at::MemoryFormat::Preserve);
+    slot.exp_avg = at::zeros_like(param, at::MemoryFormat::Contiguous);
+    slot.exp_avg_sq = at::zeros_like(param, at::MemoryFormat::Contiguous);
     slot.decay = !excluded_from_weight_decay(name);
     slots_.push_back(std::move(slot));
   }
 }
 
+namespace {
+
+// Whether detail::adamw_update can take this slot: CPU, float32 or float64, all four tensors dense and
+// contiguous in the same dtype (Note [Fused AdamW] in adamw_kernel.cpp).
+bool fusable(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq) {
+  const at::ScalarType dtype = param.scalar_type();
+  if (dtype != at::kFloat && dtype != at::kDouble) return false;
+  for (const at::Tensor* t : {&param, &grad, &exp_avg, &exp_avg_sq}) {
+    if (!t->is_cpu() || t->layout() != at::kStrided || t->scalar_type() != dtype || !t->is_contiguous()) return false;
+  }
+  return true;
+}
+
+template <typename T>
+void fused_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& exp_avg,
+                  const at::Tensor& exp_avg_sq, const detail::AdamWScalars& scalars) {
+  T* p = param.data_ptr<T>();
+  T* m = exp_avg.data_ptr<T>();
+  T* v = exp_avg_sq.data_ptr<T>();
+  const T* g = grad.data_ptr<T>();
+  at::parallel_for(0, param.numel(), 1 << 15, [&](int64_t first, int64_t last) {
+    detail::adamw_update(p + first, m + first, v + first, g + first, last - first, scalars);
+  });
+}
+
+// The same update as tensor operations, exactly torch.optim.AdamW's (any dtype, any device).
+void tensor_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& exp_avg,
+                   const at::Tensor& exp_avg_sq, const detail::AdamWScalars& s) {
+  if (s.decay_factor != 1.0) param.mul_(s.decay_factor);
+  exp_avg.mul_(s.beta1).add_(grad, 1.0 - s.beta1);
+  exp_avg_sq.mul_(s.beta2).addcmul_(grad, grad, 1.0 - s.beta2);
+  const at::Tensor denom = (exp_avg_sq.sqrt() / s.bias_correction2_sqrt).add_(s.eps);
+  param.addcdiv_(exp_avg, denom, -s.step_size);
+}
+
+}  // namespace
+
 void AdamW::step(double lr) {
   at::NoGradGuard no_grad;
   ++step_;
-  const double bias_correction1 = 1.0 - std::pow(options_.beta1, static_cast<double>(step_));
-  const double bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, static_cast<double>(step_)));
-  const double step_size = lr / bias_correction1;
+  detail::AdamWScalars scalars;
+  scalars.beta1 = options_.beta1;
+  scalars.beta2 = options_.beta2;
+  scalars.eps = options_.eps;
+  scalars.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, static_cast<double>(step_)));
+  scalars.step_size = lr / (1.0 - std::pow(options_.beta1, static_cast<double>(step_)));
   for (auto& slot : slots_) {
     const at::Tensor& grad = slot.param.grad();
     if (!grad.defined()) continue;
-    if (slot.decay && options_.weight_decay != 0.0) slot.param.mul_(1.0 - lr * options_.weight_decay);
-    slot.exp_avg.mul_(options_.beta1).add_(grad, 1.0 - options_.beta1);
-    slot.exp_avg_sq.mul_(options_.beta2).addcmul_(grad, grad, 1.0 - options_.beta2);
-    const at::Tensor denom = (slot.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(options_.eps);
-    slot.param.addcdiv_(slot.exp_avg, denom, -step_size);
+    scalars.decay_factor = slot.decay && options_.weight_decay != 0.0 ? 1.0 - lr * options_.weight_decay : 1.0;
+    if (options_.fused && fusable(slot.param, grad, slot.exp_avg, slot.exp_avg_sq)) {
+      if (slot.param.scalar_type() == at::kFloat) {
+        fused_update<float>(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
+      } else {
+        fused_update<double>(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
+      }
+    } else {
+      tensor_update(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
+    }
   }
 }
 

@@ -31,5 +31,6 @@ void late_gradients(hpctrain::dist::Comm& comm);
 void broadcast(hpctrain::dist::Comm& comm);
 void structure_and_sync_checks(hpctrain::dist::Comm& comm);
 void row_sparse_buckets(hpctrain::dist::Comm& comm);
+void gradient_views(hpctrain::dist::Comm& comm);
 
 }  // namespace mpi_test

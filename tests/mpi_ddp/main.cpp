@@ -24,7 +24,7 @@ constexpr Case kCases[] = {
     {"reducer", mpi_test::reducer_matches_average}, {"unused", mpi_test::unused_parameters},
     {"no_sync", mpi_test::no_sync_accumulation},     {"late", mpi_test::late_gradients},
     {"broadcast", mpi_test::broadcast},              {"structure", mpi_test::structure_and_sync_checks},
-    {"row_sparse", mpi_test::row_sparse_buckets},
+    {"row_sparse", mpi_test::row_sparse_buckets},    {"grad_views", mpi_test::gradient_views},
 };
 
 void start_watchdog(int rank, const char* name) {

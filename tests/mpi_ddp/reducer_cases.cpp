@@ -181,4 +181,60 @@ void late_gradients(hpctrain::dist::Comm& comm) {
   }
 }
 
+// Note [Gradients as bucket views]: after finalize() every .grad is a view of the reducer's persistent
+// buffers (the same memory every step), and the ways users clear or keep gradients between steps give
+// torch's results — above all zero_() in place with overlap on, where autograd would otherwise add the
+// next gradient into a bucket while it is being reduced.
+void gradient_views(hpctrain::dist::Comm& comm) {
+  for (const ReducerOptions& options : option_grid()) {
+    tiny::Model model = synced_model(comm);
+    GradientReducer reducer(comm, model.params, options);
+    auto average = [&](std::vector<at::Tensor> rank0, std::vector<at::Tensor> rank1) {
+      return average_of({std::move(rank0), std::move(rank1)});
+    };
+    auto inputs_of = [](int r, std::initializer_list<int> ids) {
+      std::vector<at::Tensor> inputs;
+      for (int id : ids) inputs.push_back(tiny::input_for(r, id));
+      return inputs;
+    };
+    auto pointers = [&] {
+      std::vector<const void*> out;
+      for (const auto& [name, tensor] : model.params) out.push_back(tensor.grad().data_ptr());
+      return out;
+    };
+
+    // Step 0: gradients set to none, as Accelerator::zero_grad does.
+    auto expected = average(tiny::replica_grads(model, inputs_of(0, {0})), tiny::replica_grads(model, inputs_of(1, {0})));
+    model.zero_grads();
+    model.loss(tiny::input_for(comm.rank(), 0)).backward();
+    EXPECT(reducer.finalize().empty(), "unexpected warning");
+    check_grads(model, expected, describe(options) + " step 0 (grads set to none)");
+    const std::vector<const void*> views = pointers();
+
+    // Step 1: gradients zeroed in place.
+    expected = average(tiny::replica_grads(model, inputs_of(0, {1})), tiny::replica_grads(model, inputs_of(1, {1})));
+    for (const auto& [name, tensor] : model.params) tensor.grad().zero_();
+    model.loss(tiny::input_for(comm.rank(), 1)).backward();
+    EXPECT(reducer.finalize().empty(), "unexpected warning");
+    check_grads(model, expected, describe(options) + " step 1 (grads zeroed in place)");
+    EXPECT(pointers() == views, "{}: .grad must stay the reducer's buffer across steps", describe(options));
+
+    // Step 2: gradients kept (torch accumulates into .grad), then a no-sync micro-batch accumulating into
+    // the views, then a synced one: the previous average plus the average of both micro-batches.
+    std::vector<at::Tensor> previous;
+    for (const at::Tensor& grad : model.grads()) previous.push_back(grad.clone());  // not views of the buffers
+    expected = tiny::add(previous, average(tiny::replica_grads(model, inputs_of(0, {2, 3})),
+                                           tiny::replica_grads(model, inputs_of(1, {2, 3}))));
+    {
+      hpctrain::ddp::NoSyncScope no_sync(reducer);
+      model.loss(tiny::input_for(comm.rank(), 2)).backward();
+      EXPECT(reducer.finalize().empty(), "finalize without sync must be a no-op");
+    }
+    model.loss(tiny::input_for(comm.rank(), 3)).backward();
+    EXPECT(reducer.finalize().empty(), "unexpected warning");
+    check_grads(model, expected, describe(options) + " step 2 (grads kept, one no-sync micro-batch)");
+    EXPECT(pointers() == views, "{}: .grad must stay the reducer's buffer across steps", describe(options));
+  }
+}
+
 }  // namespace mpi_test

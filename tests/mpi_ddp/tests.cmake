@@ -5,6 +5,6 @@ add_executable(mpi_ddp_test mpi_ddp/main.cpp mpi_ddp/reducer_cases.cpp mpi_ddp/c
 target_link_libraries(mpi_ddp_test PRIVATE hpctrain_torch)
 target_include_directories(mpi_ddp_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/ddp)  # tiny_model.hpp
 target_compile_options(mpi_ddp_test PRIVATE ${HPCTRAIN_WARNINGS})
-foreach(case reducer unused no_sync late broadcast structure row_sparse)
+foreach(case reducer unused no_sync late broadcast structure row_sparse grad_views)
   hpctrain_mpi_test(ddp.${case} 2 $<TARGET_FILE:mpi_ddp_test> ${case})
 endforeach()

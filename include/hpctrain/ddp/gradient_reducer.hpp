@@ -1,6 +1,7 @@
 // DDP-style gradient averaging: gradients are copied into fused per-bucket buffers as autograd hooks
 // fire, each complete bucket is averaged over all ranks with one in-place allreduce (on a communication
-// thread, overlapping the rest of backward), and finalize() writes the averages into param.grad.
+// thread, overlapping the rest of backward), and finalize() makes each param.grad the average: a view of
+// the bucket buffer for CPU parameters (Note [Gradients as bucket views]), a copy otherwise.
 // Bucket layout and launch order: Note [Bucket order] in src/ddp/gradient_reducer.cpp.
 #pragma once
 
@@ -44,7 +45,9 @@ class GradientReducer {
 
   // Call after every backward (and before the optimizer step). On a synced step: waits for every
   // bucket — completing the buckets of parameters that got no gradient here with their local .grad
-  // or zeros — and overwrites each param.grad with the average over ranks. Collective on synced steps.
+  // or zeros — and sets each param.grad to the average over ranks. On CPU parameters that .grad is a
+  // view of the reducer's buffer, valid until the next synced backward overwrites it (like DDP's
+  // gradient_as_bucket_view). Collective on synced steps.
   // Returns warnings for the caller to log (empty when none): the names of parameters that got no
   // gradient (each reported once), and a fallback from overlap. A no-op when sync is off.
   [[nodiscard]] std::string finalize();

@@ -15,6 +15,9 @@ struct AdamWOptions {
   double lr = 5e-5;  // overwritten every step by the schedule
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weight_decay = 0.0;
+  // One pass over memory per parameter on CPU float32/float64 (Note [Fused AdamW]); false: the tensor
+  // operations torch.optim.AdamW runs (same formula, rounding may differ in the last bit).
+  bool fused = true;
 };
 
 // True for the parameters Hugging Face's Trainer excludes from weight decay: biases and LayerNorm weights.

@@ -1,0 +1,24 @@
+// One fused AdamW update over a contiguous range of elements (Note [Fused AdamW] in adamw_kernel.cpp).
+// Plain loops over raw arrays, no LibTorch: AdamW::step splits the elements across intra-op threads.
+#pragma once
+
+#include <cstdint>
+
+namespace hpctrain::train::detail {
+
+// The step's scalars, computed once in double like torch.optim.AdamW computes them in Python.
+struct AdamWScalars {
+  double decay_factor = 1.0;   // 1 - lr * weight_decay, or 1 for parameters without decay
+  double beta1 = 0.9, beta2 = 0.999;
+  double bias_correction2_sqrt = 1.0;
+  double eps = 1e-8;
+  double step_size = 0.0;      // lr / bias_correction1
+};
+
+// param, exp_avg, exp_avg_sq updated in place from grad, for elements [0, n) of each array.
+void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
+                  const AdamWScalars& s);
+void adamw_update(double* param, double* exp_avg, double* exp_avg_sq, const double* grad, int64_t n,
+                  const AdamWScalars& s);
+
+}  // namespace hpctrain::train::detail
