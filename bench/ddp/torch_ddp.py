@@ -1,10 +1,12 @@
 """PyTorch DDP peer of bench_train: the same benchmark models (bench/models/torch_models.py), the same step
 (zero grads, forward on this rank's random batch, cross-entropy, backward with DDP's bucketed, overlapped
-gloo allreduce, AdamW step), launched by mpirun like hpctrain. With --sync off every step runs under
-ddp.no_sync() (compute only). Rank 0 prints one JSON line like bench_train's.
+gloo allreduce, AdamW step), launched by mpirun like hpctrain, measured like bench_train: every step starts
+from a barrier (not timed) and counts as its slowest rank's time; unsynced steps run under ddp.no_sync()
+(compute only); with --sync alternate (the default) synced and unsynced steps alternate. Rank 0 prints one
+JSON line like bench_train's.
 
 Usage: mpirun -np N python3 torch_ddp.py --model distilbert|cnn [--threads T=1] [--steps S=10] [--warmup W=2]
-                                         [--sync on|off] [--port P=29533]
+                                         [--sync alternate|on|off] [--port P=29533]
 """
 import datetime
 import json
@@ -24,7 +26,7 @@ import torch_models  # noqa: E402
 
 def main():
     parser = torch_models.argument_parser(__doc__.splitlines()[0], steps=10, warmup=2)
-    parser.add_argument("--sync", choices=["on", "off"], default="on")
+    parser.add_argument("--sync", choices=["alternate", "on", "off"], default="alternate")
     parser.add_argument("--port", type=int, default=29533)
     args = parser.parse_args()
 
@@ -41,12 +43,14 @@ def main():
     _, run_batch, labels = torch_models.build(args.model)
     model.train()
 
-    times = []
-    dist.barrier()
-    for step in range(args.warmup + args.steps):
+    times = {True: [], False: []}
+    measured = 2 * args.steps if args.sync == "alternate" else args.steps
+    for step in range(args.warmup + measured):
+        sync = step % 2 == 0 if args.sync == "alternate" else args.sync == "on"
+        dist.barrier()
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        if args.sync == "on":
+        if sync:
             loss = nn.functional.cross_entropy(run_batch(ddp), labels)
             loss.backward()
         else:
@@ -54,17 +58,19 @@ def main():
                 loss = nn.functional.cross_entropy(run_batch(ddp), labels)
                 loss.backward()
         optimizer.step()
-        stop = time.perf_counter()
+        elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)
+        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the job's step time is its slowest rank's
         if step >= args.warmup:
-            times.append(stop - start)
-    # The job's step time is its slowest rank's.
-    median = torch.tensor([statistics.median(times)], dtype=torch.float64)
-    dist.all_reduce(median, op=dist.ReduceOp.MAX)
+            times[sync].append(elapsed.item())
     if rank == 0:
-        batch = labels.size(0)
-        print(json.dumps({"impl": f"pytorch {torch.__version__} DDP gloo", "model": args.model, "ranks": world,
-                          "threads": args.threads, "sync": args.sync == "on", "steps": args.steps,
-                          "median_s": median.item(), "samples_per_s": batch * world / median.item()}), flush=True)
+        samples = labels.size(0) * world
+        result = {"impl": f"pytorch {torch.__version__} DDP gloo", "model": args.model, "ranks": world,
+                  "threads": args.threads, "steps": args.steps}
+        for sync, key in ((True, "on"), (False, "off")):
+            if times[sync]:
+                median = statistics.median(times[sync])
+                result[key] = {"median_s": median, "samples_per_s": samples / median, "min_s": min(times[sync])}
+        print(json.dumps(result), flush=True)
     dist.destroy_process_group()
 
 
