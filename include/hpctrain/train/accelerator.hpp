@@ -77,7 +77,9 @@ class Accelerator {
   void register_optimizer(AdamW& optimizer) { optimizer_ = &optimizer; }
 
   // loss.backward(); on a synced micro-batch the gradients are then averaged over all ranks
-  // (collective). Reducer warnings (e.g. parameters without a gradient) are logged once each.
+  // (collective); a CPU parameter's .grad is then a view of the reducer's buffer, overwritten by the next
+  // synced backward (Note [Gradients as bucket views]). Reducer warnings (e.g. parameters without a
+  // gradient) are logged once each.
   void backward(const at::Tensor& loss);
   // Gradient accumulation, as Accelerate's accumulate(): call once per micro-batch before its forward.
   // Sync is on for every gradient_accumulation_steps-th micro-batch, or when `end_of_step` (e.g. the
