@@ -454,8 +454,16 @@ std::string GradientReducer::Impl::finalize() {
       flags[static_cast<int64_t>(b)].fill_(has_late ? 1 : 0);
     }
   }
-  while (next_launch < buckets.size()) launch(next_launch++);
-  if (overlap && !buckets.empty()) comm_thread->wait(buckets.back().ticket);
+  // The buckets backward did not launch are reduced here, on the caller's thread, after the
+  // communication thread has finished the launched ones: the caller would only wait for them, and
+  // handing them over costs two thread wake-ups per step (on one rank of the CNN benchmark, finalize()
+  // took 0.2 ms with the hand-over, 0.04 ms without). Note [Bucket order] still holds: one thread at a
+  // time, in bucket order.
+  if (overlap && next_launch > 0) comm_thread->wait(buckets[next_launch - 1].ticket);
+  for (; next_launch < buckets.size(); ++next_launch) {
+    buckets[next_launch].launched = true;
+    reduce_in_place(*comm, *buckets[next_launch].buffer);
+  }
   for (const BucketState& bucket : buckets) {
     last_step.bytes_reduced += bucket.buffer->bytes;
     last_step.allreduce_seconds += bucket.buffer->seconds;
