@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -80,21 +81,17 @@ Settings parse(int argc, char** argv) {
   return s;
 }
 
-// Per-step figures of one kind of step (synced or not), each the slowest rank's.
-struct Series {
-  std::vector<double> step, forward, backward, optimizer, exposed, allreduce;
-};
+// Per-step figures, in this order; each step's values are the slowest rank's.
+constexpr std::array<const char*, 6> kFigures = {"median_s",    "forward_s",         "backward_s",
+                                                 "optimizer_s", "reducer_exposed_s", "reducer_allreduce_s"};
+using Series = std::array<std::vector<double>, kFigures.size()>;  // one kind of step (synced or not)
 
 nlohmann::json summary(const Series& series, double samples_per_step) {
-  const double step = bench::median(series.step);
-  return {{"median_s", step},
-          {"samples_per_s", samples_per_step / step},
-          {"min_s", *std::min_element(series.step.begin(), series.step.end())},
-          {"forward_s", bench::median(series.forward)},
-          {"backward_s", bench::median(series.backward)},
-          {"optimizer_s", bench::median(series.optimizer)},
-          {"reducer_exposed_s", bench::median(series.exposed)},
-          {"reducer_allreduce_s", bench::median(series.allreduce)}};
+  nlohmann::json out;
+  for (std::size_t i = 0; i < kFigures.size(); ++i) out[kFigures[i]] = bench::median(series[i]);
+  out["samples_per_s"] = samples_per_step / out["median_s"].get<double>();
+  out["min_s"] = *std::min_element(series[0].begin(), series[0].end());
+  return out;
 }
 
 int run(dist::Comm& comm, const Settings& s) {
@@ -111,9 +108,7 @@ int run(dist::Comm& comm, const Settings& s) {
   const models::ModelInputs inputs = bench::benchmark_inputs(s.model);
 
   using Clock = std::chrono::steady_clock;
-  auto slowest = [&](Clock::time_point a, Clock::time_point b) {
-    return comm.allreduce_value(std::chrono::duration<double>(b - a).count(), dist::ReduceOp::max);
-  };
+  auto seconds = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); };
   Series synced, unsynced;
   const int measured = s.sync == "alternate" ? 2 * s.steps : s.steps;
   for (int step = 0; step < s.warmup + measured; ++step) {
@@ -128,28 +123,26 @@ int run(dist::Comm& comm, const Settings& s) {
     const auto backward_done = Clock::now();
     optimizer.step(1e-4);
     const auto stop = Clock::now();
-    // Reduced after the clock stopped: the figures are the job's, i.e. the slowest rank's.
-    Series& series = sync ? synced : unsynced;
-    const double step_s = slowest(start, stop), forward_s = slowest(start, forward_done),
-                 backward_s = slowest(forward_done, backward_done), optimizer_s = slowest(backward_done, stop);
     const ddp::ReducerStats& stats = acc.reducer().last_step_stats();
-    const double exposed_s = comm.allreduce_value(sync ? stats.exposed_seconds : 0.0, dist::ReduceOp::max);
-    const double allreduce_s = comm.allreduce_value(sync ? stats.allreduce_seconds : 0.0, dist::ReduceOp::max);
+    std::array<double, kFigures.size()> figures = {seconds(start, stop),
+                                                   seconds(start, forward_done),
+                                                   seconds(forward_done, backward_done),
+                                                   seconds(backward_done, stop),
+                                                   sync ? stats.exposed_seconds : 0.0,
+                                                   sync ? stats.allreduce_seconds : 0.0};
+    // Reduced after the clock stopped: the figures are the job's, i.e. the slowest rank's.
+    comm.allreduce(figures.data(), figures.size(), dist::ReduceOp::max);
     if (step < s.warmup) continue;
-    series.step.push_back(step_s);
-    series.forward.push_back(forward_s);
-    series.backward.push_back(backward_s);
-    series.optimizer.push_back(optimizer_s);
-    series.exposed.push_back(exposed_s);
-    series.allreduce.push_back(allreduce_s);
+    Series& series = sync ? synced : unsynced;
+    for (std::size_t i = 0; i < figures.size(); ++i) series[i].push_back(figures[i]);
   }
   if (comm.is_main_process()) {
     const double samples = static_cast<double>(bench::benchmark_batch(s.model) * comm.world_size());
     nlohmann::json result{{"impl", "hpctrain"},          {"model", s.model},
                           {"ranks", comm.world_size()},  {"threads", s.threads},
                           {"overlap", acc.reducer().overlap()}, {"steps", s.steps}};
-    if (!synced.step.empty()) result["on"] = summary(synced, samples);
-    if (!unsynced.step.empty()) result["off"] = summary(unsynced, samples);
+    if (!synced[0].empty()) result["on"] = summary(synced, samples);
+    if (!unsynced[0].empty()) result["off"] = summary(unsynced, samples);
     std::cout << result.dump() << std::endl;
   }
   return 0;

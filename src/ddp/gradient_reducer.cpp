@@ -1,6 +1,7 @@
 #include "hpctrain/ddp/gradient_reducer.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -114,11 +115,9 @@ void mark_nonzero_rows(const T* values, int64_t rows, int64_t width, uint8_t* ma
 
 at::Tensor nonzero_rows(const at::Tensor& matrix) {
   at::Tensor marks = at::empty({matrix.size(0)}, matrix.options().dtype(at::kByte));
-  if (matrix.scalar_type() == at::kDouble) {
-    mark_nonzero_rows(matrix.data_ptr<double>(), matrix.size(0), matrix.size(1), marks.data_ptr<uint8_t>());
-  } else {
-    mark_nonzero_rows(matrix.data_ptr<float>(), matrix.size(0), matrix.size(1), marks.data_ptr<uint8_t>());
-  }
+  AT_DISPATCH_FLOATING_TYPES(matrix.scalar_type(), "hpctrain_nonzero_rows", [&] {
+    mark_nonzero_rows(matrix.data_ptr<scalar_t>(), matrix.size(0), matrix.size(1), marks.data_ptr<uint8_t>());
+  });
   return marks;
 }
 

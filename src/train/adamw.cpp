@@ -1,5 +1,6 @@
 #include "hpctrain/train/adamw.hpp"
 
+#include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
@@ -43,15 +44,16 @@ bool fusable(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& 
   return true;
 }
 
-template <typename T>
 void fused_update(const at::Tensor& param, const at::Tensor& grad, const at::Tensor& exp_avg,
                   const at::Tensor& exp_avg_sq, const detail::AdamWScalars& scalars) {
-  T* p = param.data_ptr<T>();
-  T* m = exp_avg.data_ptr<T>();
-  T* v = exp_avg_sq.data_ptr<T>();
-  const T* g = grad.data_ptr<T>();
-  at::parallel_for(0, param.numel(), 1 << 15, [&](int64_t first, int64_t last) {
-    detail::adamw_update(p + first, m + first, v + first, g + first, last - first, scalars);
+  AT_DISPATCH_FLOATING_TYPES(param.scalar_type(), "hpctrain_adamw", [&] {
+    scalar_t* p = param.data_ptr<scalar_t>();
+    scalar_t* m = exp_avg.data_ptr<scalar_t>();
+    scalar_t* v = exp_avg_sq.data_ptr<scalar_t>();
+    const scalar_t* g = grad.data_ptr<scalar_t>();
+    at::parallel_for(0, param.numel(), 1 << 15, [&](int64_t first, int64_t last) {
+      detail::adamw_update(p + first, m + first, v + first, g + first, last - first, scalars);
+    });
   });
 }
 
@@ -81,11 +83,7 @@ void AdamW::step(double lr) {
     if (!grad.defined()) continue;
     scalars.decay_factor = slot.decay && options_.weight_decay != 0.0 ? 1.0 - lr * options_.weight_decay : 1.0;
     if (options_.fused && fusable(slot.param, grad, slot.exp_avg, slot.exp_avg_sq)) {
-      if (slot.param.scalar_type() == at::kFloat) {
-        fused_update<float>(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
-      } else {
-        fused_update<double>(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
-      }
+      fused_update(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
     } else {
       tensor_update(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
     }
