@@ -14,6 +14,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/random.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/weights.hpp"
@@ -43,18 +44,11 @@ TensorMap model_tensors(const torch::nn::Module& model) {
 }
 
 // Rank 0 reads tensors (`read`), every rank receives them; a read error is thrown on every rank.
-TensorMap read_on_root(dist::Comm& comm, const std::function<TensorMap()>& read) {
+TensorMap read_on_root(dist::Comm& comm, const std::string& what, const std::function<TensorMap()>& read) {
   TensorMap tensors;
-  std::string error;
-  if (comm.is_main_process()) {
-    try {
-      tensors = read();
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  comm.broadcast_string(error, 0);
-  HPCTRAIN_CHECK(error.empty(), "{}", error);
+  dist::run_collectively(comm, what, [&] {
+    if (comm.is_main_process()) tensors = read();
+  });
   return broadcast_tensors(comm, tensors, 0);
 }
 
@@ -102,19 +96,9 @@ std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& f
   options.rank = comm_.rank();
   options.world_size = comm_.world_size();
   std::unique_ptr<loader::ShardLoader> loader;
-  std::string error;
-  try {
-    loader = std::make_unique<loader::ShardLoader>(file, options);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
   // Agree before anyone reads: the first failing rank's message reaches every rank.
-  const auto failed = comm_.allgather_value<int32_t>(error.empty() ? 0 : 1);
-  for (int r = 0; r < comm_.world_size(); ++r) {
-    if (failed[static_cast<std::size_t>(r)] == 0) continue;
-    comm_.broadcast_string(error, r);
-    fail("rank {} cannot read split '{}' of '{}': {}", r, options.split, file.string(), error);
-  }
+  dist::run_collectively(comm_, fmt::format("opening split '{}' of '{}'", options.split, file.string()),
+                         [&] { loader = std::make_unique<loader::ShardLoader>(file, options); });
   return loader;
 }
 
@@ -205,23 +189,18 @@ void Accelerator::seed_step(int64_t step, int64_t micro_batch) {
 
 void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_state) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::save_state: no model prepared");
-  std::string error;
-  if (comm_.is_main_process()) {
-    try {
-      io::write_folder_atomically(dir, [&](const fs::path& tmp) {
-        if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
-          models::write_pretrained_files(*classifier, tmp, tokenizer_files_);
-        else
-          save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-        if (optimizer_ != nullptr) save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());
-        if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
-      });
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  }
-  comm_.broadcast_string(error, 0);  // every rank learns the outcome: no rank runs ahead of a failed save
-  HPCTRAIN_CHECK(error.empty(), "saving '{}' on rank 0 failed: {}", dir.string(), error);
+  // Every rank learns the outcome: no rank runs ahead of a failed save.
+  dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
+    if (!comm_.is_main_process()) return;
+    io::write_folder_atomically(dir, [&](const fs::path& tmp) {
+      if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
+        models::write_pretrained_files(*classifier, tmp, tokenizer_files_);
+      else
+        save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
+      if (optimizer_ != nullptr) save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());
+      if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
+    });
+  });
 }
 
 nlohmann::json Accelerator::load_state(const fs::path& dir) {
@@ -230,14 +209,15 @@ nlohmann::json Accelerator::load_state(const fs::path& dir) {
   if (comm_.is_main_process() && fs::is_regular_file(dir / kTrainerStateName)) state_text = read_text(dir / kTrainerStateName);
   comm_.broadcast_string(state_text, 0);
   const bool classifier = dynamic_cast<const models::SequenceClassifier*>(model_) != nullptr;
-  const TensorMap weights = read_on_root(comm_, [&] {
+  const TensorMap weights = read_on_root(comm_, fmt::format("reading the model weights in '{}'", dir.string()), [&] {
     if (!classifier) return load_tensor_file(dir / kModelWeightsName);
     const models::StateDict stored = models::read_weights(dir);  // model.safetensors or its shards
     return TensorMap(stored.begin(), stored.end());
   });
   copy_tensors_strict(weights, model_tensors(*model_), fmt::format("model weights in '{}'", dir.string()));
   if (optimizer_ != nullptr) {
-    const TensorMap state = read_on_root(comm_, [&] { return load_tensor_file(dir / kOptimizerName); });
+    const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", (dir / kOptimizerName).string()),
+                                         [&] { return load_tensor_file(dir / kOptimizerName); });
     optimizer_->load_state_dict(std::map<std::string, at::Tensor>(state.begin(), state.end()));
   }
   return state_text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(state_text);

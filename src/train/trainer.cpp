@@ -21,6 +21,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/accelerator.hpp"
@@ -37,23 +38,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
-
-// Runs `work` on every rank; if it throws on any rank, every rank throws the first failing rank's message.
-template <typename Work>
-void collectively(dist::Comm& comm, const char* what, Work&& work) {
-  std::string error;
-  try {
-    work();
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  const auto failed = comm.allgather_value<int32_t>(error.empty() ? 0 : 1);
-  for (int r = 0; r < comm.world_size(); ++r) {
-    if (failed[static_cast<std::size_t>(r)] == 0) continue;
-    comm.broadcast_string(error, r);
-    fail("{} failed on rank {}: {}", what, r, error);
-  }
-}
 
 AcceleratorOptions accelerator_options(const TrainOptions& o) {
   AcceleratorOptions a;
@@ -116,7 +100,7 @@ struct Run {
 
 void Run::set_up() {
   const auto [resume_dir, resume_text] = find_resume_point(comm, options);
-  collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
+  dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   TrainerState saved;
   if (!resume_dir.empty()) saved = trainer_state_from_json(nlohmann::json::parse(resume_text), resume_dir);
   RunGeometry requested;
@@ -129,7 +113,7 @@ void Run::set_up() {
 
   TrainOptions seeded = options;
   seeded.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
-  collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
+  dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
   const AdamWOptions adamw{options.lr, options.adam_beta1, options.adam_beta2, options.adam_epsilon, options.weight_decay};
@@ -346,7 +330,7 @@ TrainResult Run::finish(double seconds, int64_t samples) {
   result.samples_seen = samples;
   result.samples_per_second = seconds > 0 ? static_cast<double>(samples) / seconds : 0.0;
   result.final_dir = options.output / "final";
-  collectively(comm, "saving the final model", [&] {
+  dist::run_collectively(comm, "saving the final model", [&] {
     if (!comm.is_main_process()) return;
     models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files);
     io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");

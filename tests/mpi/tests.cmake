@@ -7,3 +7,9 @@ target_include_directories(mpi_shard_read PRIVATE ${PROJECT_SOURCE_DIR}/src)
 target_compile_options(mpi_shard_read PRIVATE ${HPCTRAIN_WARNINGS})
 # 1001 examples over 2 ranks: 501 each, one flagged wrap-around duplicate; batches of 16.
 hpctrain_mpi_test(shard_read 2 $<TARGET_FILE:mpi_shard_read> 1001 16)
+
+# run_collectively: a failure on one rank reaches every rank with that rank's message (torch-free).
+add_executable(mpi_collective_failure ${CMAKE_CURRENT_LIST_DIR}/collective_failure.cpp)
+target_link_libraries(mpi_collective_failure PRIVATE hpctrain_base)
+target_compile_options(mpi_collective_failure PRIVATE ${HPCTRAIN_WARNINGS})
+hpctrain_mpi_test(collective_failure 2 $<TARGET_FILE:mpi_collective_failure>)
