@@ -5,12 +5,19 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <thread>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "stall_report.hpp"
 
 // Checks an MPI return code; the message records the expression, file, line and rank.
 #define HPCTRAIN_MPI_CHECK(expr)                                                                    \
@@ -68,6 +75,85 @@ ThreadLevel to_thread_level(int provided) {
   return ThreadLevel::single;
 }
 
+// Note [Collective timeout]
+// A collective that never completes (a rank stuck in I/O, ranks running different code) would hang the
+// job until the scheduler kills it. Each MpiComm (the world and every duplicate, e.g. the gradient
+// reducer's) owns a Slot where the calling thread records, with relaxed atomic stores, which collective it
+// is in, its number on that communicator and when it entered; that is the whole cost on the training
+// path. A CollectiveWatchdog thread per process (MpiRuntime) wakes every 200 ms: it answers other ranks'
+// requests for these slots, and when one of its own collectives has waited longer than the timeout
+// (Comm::set_collective_timeout, process-wide; --collective-timeout, default 300 s) it asks every other
+// rank's watchdog for its slots over a private duplicate of MPI_COMM_WORLD (point-to-point, its own tags,
+// MPI_Iprobe polling), and the lowest waiting rank prints one message naming the waiting ranks and the
+// ones that did not arrive (stall_report.hpp) and calls MPI_Abort. The other waiting ranks report only if
+// the job is still alive 15 s later (the lowest one may itself be the broken one). Without
+// MPI_THREAD_MULTIPLE the watchdog may not communicate: it reports this rank's collective alone and
+// aborts. Communicators are numbered in creation order, the same on every rank (creation is collective).
+constexpr std::size_t kMaxTracked = 16;  // communicators tracked at once; more are not watched
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Slot {
+  std::atomic<bool> used{false};
+  std::atomic<bool> inside{false};
+  std::atomic<int64_t> comm_id{0}, kind{0}, entered{0}, completed{0}, changed_ms{0};
+};
+Slot g_slots[kMaxTracked];
+std::atomic<int64_t> g_next_comm_id{0};
+std::atomic<int64_t> g_timeout_ms{static_cast<int64_t>(kDefaultCollectiveTimeoutSeconds * 1000)};
+
+Slot* claim_slot() {
+  const int64_t id = g_next_comm_id.fetch_add(1);
+  for (Slot& slot : g_slots) {
+    if (slot.used.exchange(true)) continue;
+    slot.comm_id = id, slot.inside = false, slot.kind = 0, slot.entered = 0, slot.completed = 0;
+    slot.changed_ms = steady_ms();
+    return &slot;
+  }
+  return nullptr;
+}
+
+// This process's communicators as the stall report describes them.
+std::vector<stall::CommState> local_states() {
+  std::vector<stall::CommState> states;
+  const int64_t now = steady_ms();
+  for (const Slot& slot : g_slots) {
+    if (!slot.used.load()) continue;
+    stall::CommState state;
+    state.inside = slot.inside.load(std::memory_order_acquire);
+    state.comm_id = slot.comm_id.load(), state.kind = static_cast<stall::Kind>(slot.kind.load());
+    state.entered = slot.entered.load(), state.completed = slot.completed.load();
+    state.seconds = static_cast<double>(now - slot.changed_ms.load()) / 1000;
+    states.push_back(state);
+  }
+  return states;
+}
+
+// Marks a collective on a slot for its lifetime (the training path's only cost of the watchdog).
+class Tracked {
+ public:
+  Tracked(Slot* slot, stall::Kind kind) : slot_(slot) {
+    if (slot_ == nullptr) return;
+    slot_->kind.store(static_cast<int64_t>(kind), std::memory_order_relaxed);
+    slot_->entered.store(slot_->entered.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    slot_->changed_ms.store(steady_ms(), std::memory_order_relaxed);
+    slot_->inside.store(true, std::memory_order_release);
+  }
+  ~Tracked() {
+    if (slot_ == nullptr) return;
+    slot_->completed.store(slot_->entered.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    slot_->changed_ms.store(steady_ms(), std::memory_order_relaxed);
+    slot_->inside.store(false, std::memory_order_release);
+  }
+  Tracked(const Tracked&) = delete;
+  Tracked& operator=(const Tracked&) = delete;
+
+ private:
+  Slot* slot_;
+};
+
 // MPI counts are int: anything larger is sent in chunks of at most INT_MAX elements.
 constexpr std::size_t kMaxCount = static_cast<std::size_t>(INT_MAX);
 
@@ -75,7 +161,7 @@ class MpiComm final : public Comm {
  public:
   // Takes ownership of `comm` (freed in the destructor) when `owns_comm`; MPI_COMM_WORLD is never owned.
   MpiComm(MPI_Comm comm, ThreadLevel thread_level, bool owns_comm)
-      : comm_(comm), thread_level_(thread_level), owns_comm_(owns_comm) {
+      : comm_(comm), thread_level_(thread_level), owns_comm_(owns_comm), slot_(claim_slot()) {
     HPCTRAIN_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     HPCTRAIN_MPI_CHECK(MPI_Comm_size(comm_, &world_size_));
     HPCTRAIN_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_comm_));
@@ -85,6 +171,7 @@ class MpiComm final : public Comm {
   ~MpiComm() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (slot_ != nullptr) slot_->used = false;
     if (finalized) return;
     MPI_Comm_free(&node_comm_);
     if (owns_comm_) MPI_Comm_free(&comm_);
@@ -95,9 +182,13 @@ class MpiComm final : public Comm {
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
 
-  void barrier() override { HPCTRAIN_MPI_CHECK(MPI_Barrier(comm_)); }
+  void barrier() override {
+    Tracked tracked(slot_, stall::Kind::barrier);
+    HPCTRAIN_MPI_CHECK(MPI_Barrier(comm_));
+  }
 
   void allreduce(void* data, std::size_t count, DType dtype, ReduceOp op) override {
+    Tracked tracked(slot_, stall::Kind::allreduce);
     auto* bytes = static_cast<uint8_t*>(data);
     for (const Chunk& chunk : split_into_chunks(count, kMaxCount)) {
       HPCTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + chunk.offset * size_of(dtype),
@@ -106,6 +197,7 @@ class MpiComm final : public Comm {
   }
 
   void broadcast(void* data, std::size_t bytes, int root) override {
+    Tracked tracked(slot_, stall::Kind::broadcast);
     auto* p = static_cast<uint8_t*>(data);
     for (const Chunk& chunk : split_into_chunks(bytes, kMaxCount)) {
       HPCTRAIN_MPI_CHECK(MPI_Bcast(p + chunk.offset, static_cast<int>(chunk.count), MPI_BYTE, root, comm_));
@@ -114,6 +206,7 @@ class MpiComm final : public Comm {
 
   void allgather(const void* data, std::size_t bytes, void* out) override {
     HPCTRAIN_CHECK(bytes <= kMaxCount, "allgather of {} bytes per rank exceeds INT_MAX", bytes);
+    Tracked tracked(slot_, stall::Kind::allgather);
     HPCTRAIN_MPI_CHECK(MPI_Allgather(data, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
   }
 
@@ -123,6 +216,11 @@ class MpiComm final : public Comm {
   }
 
   ThreadLevel thread_level() const override { return thread_level_; }
+
+  void set_collective_timeout(double seconds) override {
+    HPCTRAIN_CHECK(seconds >= 0 && seconds <= 1e9, "collective timeout {} s: expected 0 (off) <= seconds <= 1e9", seconds);
+    g_timeout_ms = static_cast<int64_t>(seconds * 1000);
+  }
 
   std::unique_ptr<Comm> duplicate() override {
     MPI_Comm copy = MPI_COMM_NULL;
@@ -134,11 +232,126 @@ class MpiComm final : public Comm {
   MPI_Comm comm_;
   ThreadLevel thread_level_;
   bool owns_comm_;
+  Slot* slot_;  // Note [Collective timeout]; null when kMaxTracked communicators are tracked already
   MPI_Comm node_comm_ = MPI_COMM_NULL;
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
 
+
 }  // namespace
+
+// The stall inspector's thread (Note [Collective timeout]).
+class CollectiveWatchdog {
+ public:
+  explicit CollectiveWatchdog(bool thread_multiple) : thread_multiple_(thread_multiple) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    if (thread_multiple_) HPCTRAIN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~CollectiveWatchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  }
+  CollectiveWatchdog(const CollectiveWatchdog&) = delete;
+  CollectiveWatchdog& operator=(const CollectiveWatchdog&) = delete;
+
+ private:
+  static constexpr int kTagRequest = 7101, kTagReply = 7102;
+  static constexpr int64_t kPollMs = 200, kReplyWaitMs = 5000, kOthersReportAfterMs = 15000;
+
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_for(lock, std::chrono::milliseconds(kPollMs), [this] { return stop_; })) {
+      try {
+        if (thread_multiple_) answer_requests();
+        check_own_collectives();
+      } catch (...) {  // a diagnostic thread never ends the process by an exception
+      }
+    }
+  }
+
+  void check_own_collectives() {
+    const int64_t timeout_ms = g_timeout_ms.load();
+    if (timeout_ms <= 0 || steady_ms() < next_check_ms_) return;
+    for (const stall::CommState& state : local_states()) {
+      if (!state.inside || state.seconds * 1000 < static_cast<double>(timeout_ms)) continue;
+      on_stall(state, static_cast<double>(timeout_ms) / 1000);
+      return;
+    }
+  }
+
+  void on_stall(const stall::CommState& mine, double timeout_seconds) {
+    std::vector<stall::RankState> ranks(static_cast<std::size_t>(size_));
+    ranks[static_cast<std::size_t>(rank_)] = {true, local_states()};
+    if (thread_multiple_) gather_states(ranks);
+    const std::vector<int> waiting = stall::waiting_ranks(mine, ranks);
+    const bool reporter = waiting.empty() || waiting.front() == rank_;
+    if (!reporter && mine.seconds < timeout_seconds + kOthersReportAfterMs / 1000.0) {
+      next_check_ms_ = steady_ms() + kReplyWaitMs;  // the lowest waiting rank reports; ask again later
+      return;
+    }
+    std::string text = stall::message(mine, timeout_seconds, ranks);
+    if (!thread_multiple_) text += "\n  (MPI did not provide MPI_THREAD_MULTIPLE: the other ranks' state is unknown)";
+    std::fprintf(stderr, "[rank %d] error: %s\n", rank_, text.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
+
+  // Asks every other rank's watchdog for its slots; ranks that do not reply in time stay unanswered.
+  void gather_states(std::vector<stall::RankState>& ranks) {
+    static const int32_t kAsk = 1;  // static: the sends may outlive this call
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (MPI_Isend(&kAsk, 1, MPI_INT32_T, r, kTagRequest, comm_, &request) == MPI_SUCCESS) MPI_Request_free(&request);
+    }
+    int pending = size_ - 1;
+    for (const int64_t deadline = steady_ms() + kReplyWaitMs; pending > 0 && steady_ms() < deadline;) {
+      answer_requests();
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kTagReply, comm_, &flag, &status) != MPI_SUCCESS || flag == 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        continue;
+      }
+      int count = 0;
+      MPI_Get_count(&status, MPI_INT64_T, &count);
+      std::vector<int64_t> words(static_cast<std::size_t>(std::max(count, 0)));
+      MPI_Recv(words.data(), count, MPI_INT64_T, status.MPI_SOURCE, kTagReply, comm_, MPI_STATUS_IGNORE);
+      auto& rank = ranks[static_cast<std::size_t>(status.MPI_SOURCE)];
+      if (!rank.answered) --pending;
+      rank = {true, stall::decode(words)};
+    }
+  }
+
+  void answer_requests() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status status;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kTagRequest, comm_, &flag, &status) != MPI_SUCCESS || flag == 0) return;
+      int32_t ask = 0;
+      MPI_Recv(&ask, 1, MPI_INT32_T, status.MPI_SOURCE, kTagRequest, comm_, MPI_STATUS_IGNORE);
+      const std::vector<int64_t> words = stall::encode(local_states());
+      MPI_Send(words.data(), static_cast<int>(words.size()), MPI_INT64_T, status.MPI_SOURCE, kTagReply, comm_);
+    }
+  }
+
+  bool thread_multiple_;
+  int rank_ = 0, size_ = 1;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  int64_t next_check_ms_ = 0;  // watchdog thread only
+  std::thread thread_;
+};
 
 // Note [Idle MPI threads yield]
 // With --overlap, a communication thread sits in MPI_Allreduce while the training threads compute.
@@ -161,9 +374,11 @@ MpiRuntime::MpiRuntime(int* argc, char*** argv) {
   // Errors come back as return codes so HPCTRAIN_MPI_CHECK can name the call.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   world_ = std::make_unique<MpiComm>(MPI_COMM_WORLD, to_thread_level(provided), /*owns_comm=*/false);
+  if (world_->world_size() > 1) watchdog_ = std::make_unique<CollectiveWatchdog>(thread_multiple_);
 }
 
 MpiRuntime::~MpiRuntime() {
+  watchdog_.reset();  // joined before MPI_Finalize (Note [Collective timeout])
   world_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);

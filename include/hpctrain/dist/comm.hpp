@@ -11,6 +11,8 @@
 
 namespace hpctrain::dist {
 
+class CollectiveWatchdog;  // src/dist/mpi_comm.cpp
+
 enum class DType { u8, i32, i64, f32, f64 };
 enum class ReduceOp { sum, max, min };
 
@@ -25,6 +27,10 @@ struct Chunk {
 // Splits `total` elements into consecutive chunks of at most `max_chunk` elements (MPI counts are int,
 // so larger transfers go out as several calls). Empty for total == 0; max_chunk must be positive.
 std::vector<Chunk> split_into_chunks(std::size_t total, std::size_t max_chunk);
+
+// Seconds a collective may wait before the job is ended with a report of every rank's state
+// (Note [Collective timeout] in src/dist/mpi_comm.cpp); 0 turns the watchdog off.
+inline constexpr double kDefaultCollectiveTimeoutSeconds = 300;
 
 template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
@@ -51,6 +57,11 @@ class Comm {
   virtual void allgather(const void* data, std::size_t bytes, void* out) = 0;
   // Ends every process of the job (MPI_Abort); never returns.
   [[noreturn]] virtual void abort(int exit_code) = 0;
+
+  // Process-wide: a collective on any communicator of this process that waits longer than `seconds`
+  // ends the job with a message naming the waiting ranks and the missing ones (0: never; default
+  // kDefaultCollectiveTimeoutSeconds). Not collective. Communicators without MPI never wait.
+  virtual void set_collective_timeout(double seconds) { (void)seconds; }
 
   // The thread level MPI provided; communicators without MPI put no limits on threads.
   virtual ThreadLevel thread_level() const { return ThreadLevel::multiple; }
@@ -85,7 +96,8 @@ std::unique_ptr<Comm> make_single_process_comm();
 
 // Owns MPI's lifetime: MPI_Init_thread in the constructor (asks for MPI_THREAD_MULTIPLE so a
 // communication thread may overlap backward), MPI_Finalize in the destructor. When the program was
-// not started by mpirun/srun, MPI still initializes as a singleton (world_size 1).
+// not started by mpirun/srun, MPI still initializes as a singleton (world_size 1). With more than one
+// rank it also runs the collective watchdog (Comm::set_collective_timeout).
 class MpiRuntime {
  public:
   MpiRuntime(int* argc, char*** argv);
@@ -98,6 +110,7 @@ class MpiRuntime {
 
  private:
   std::unique_ptr<Comm> world_;
+  std::unique_ptr<CollectiveWatchdog> watchdog_;  // world_size > 1 only; stopped before MPI_Finalize
   bool thread_multiple_ = false;
 };
 
