@@ -10,11 +10,14 @@
 
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/field_count.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/dataset_reader.hpp"
+#include "hpctrain/dist/collective.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/threads.hpp"
 #include "option_parsing.hpp"
 
@@ -28,6 +31,7 @@ struct ModelDataOptions {
   int64_t batch_size = 64;
   int64_t cache_mb = 512;
   int threads = 0;
+  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
 };
 
 void add_model_data_options(po::options_description& options, ModelDataOptions& values) {
@@ -39,7 +43,36 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
       ("cache-mb", po::value(&values.cache_mb)->default_value(values.cache_mb),
        "MiB of examples each rank keeps in memory; a larger shard is streamed in blocks")
       ("threads", po::value(&values.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
-      ("device", po::value(&values.device)->default_value(values.device), "auto | cpu | cuda");
+      ("device", po::value(&values.device)->default_value(values.device), "auto | cpu | cuda")
+      ("collective-timeout", po::value(&values.collective_timeout)->default_value(values.collective_timeout),
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)");
+}
+
+// Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads
+// may differ per node; --output and --json are rank 0's.
+train::RunDescription describe(const ModelDataOptions& o, const data::DatasetReader& dataset) {
+  static_assert(core::field_count<ModelDataOptions>() == 8, "ModelDataOptions changed: describe the new member here");
+  train::RunDescription description = {{"--model", train::path_identity(o.model)},
+                                       {"--split", o.split},
+                                       {"--batch-size", std::to_string(o.batch_size)},
+                                       {"--cache-mb", std::to_string(o.cache_mb)},
+                                       {"--device", o.device},
+                                       {"--collective-timeout", fmt::format("{}", o.collective_timeout)}};
+  train::add_dataset_identity(description, "--data", dataset);
+  return description;
+}
+
+// Collective: sets the collective timeout and agrees on the options and the dataset across ranks.
+void agree_on_options(const ModelDataOptions& options, dist::Comm& comm, const char* command) {
+  HPCTRAIN_CHECK(options.collective_timeout >= 0 && options.collective_timeout <= 1e9,
+                 "--collective-timeout {}: expected seconds >= 0 (0 = off)", options.collective_timeout);
+  comm.set_collective_timeout(options.collective_timeout);
+  train::RunDescription mine;
+  dist::run_collectively(comm, "describing the run for the ranks' agreement", [&] {
+    const data::DatasetReader dataset(options.data);
+    mine = describe(options, dataset);
+  });
+  train::agree_across_ranks(comm, mine, fmt::format("the options of `hpctrain {}` and its dataset", command));
 }
 
 // Model and this rank's loader over the split, checked against each other.
@@ -122,6 +155,7 @@ int eval_command(const Args& args, dist::Comm& comm) {
   po::variables_map values;
   if (!parse_options(args, "hpctrain eval --model DIR --data FILE.h5 [--split validation] [--json]", description, values))
     return 0;
+  agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
   const auto result = train::evaluate(*loaded.model, *loaded.loader, comm, loaded.device);
   if (!comm.is_main_process()) return 0;
@@ -140,6 +174,7 @@ int predict_command(const Args& args, dist::Comm& comm) {
   po::variables_map values;
   if (!parse_options(args, "hpctrain predict --model DIR --data FILE.h5 --split S --output preds.jsonl", description, values))
     return 0;
+  agree_on_options(options, comm, "predict");
   Loaded loaded = load_model_and_data(options, comm);
   const auto predictions = train::predict(*loaded.model, *loaded.loader, comm, loaded.device);
   if (!comm.is_main_process()) return 0;

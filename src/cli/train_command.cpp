@@ -74,7 +74,9 @@ po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
       ("overlap", po::value(&t.overlap)->default_value(t.overlap), "on | off: reduce gradients during backward")
       ("check-sync-every", po::value(&o.check_sync_every)->default_value(0), "steps between replica checksums (0: never)")
       ("threads", po::value(&o.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
-      ("device", po::value(&o.device)->default_value(o.device), "auto | cpu | cuda (GPU local_rank % count)");
+      ("device", po::value(&o.device)->default_value(o.device), "auto | cpu | cuda (GPU local_rank % count)")
+      ("collective-timeout", po::value(&o.collective_timeout)->default_value(o.collective_timeout),
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)");
   return g;
 }
 

@@ -63,6 +63,7 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   log::set_context(context);
   HPCTRAIN_CHECK(options_.gradient_accumulation_steps >= 1, "gradient_accumulation_steps {}: expected >= 1",
                  options_.gradient_accumulation_steps);
+  comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
   set_threads(threads_);
   device_ = select_device(options_.device, comm_.local_rank());

@@ -1,9 +1,14 @@
-// validate_train_options (train_options.hpp): every check names the flag, the value and what is allowed.
+// validate_train_options (train_options.hpp): every check names the flag, the value and what is allowed;
+// train_option_fields: the one table of TrainOptions' members (Note [Agreed options]).
 #include "hpctrain/train/train_options.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <iterator>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/field_count.hpp"
 #include "hpctrain/train/schedule.hpp"
 
 namespace hpctrain::train {
@@ -66,6 +71,8 @@ void check_distributed(const TrainOptions& o) {
   HPCTRAIN_CHECK(o.threads >= 0, "--threads {}: expected >= 0 (0 = cores on the node / ranks on the node)", o.threads);
   HPCTRAIN_CHECK(o.device == "auto" || o.device == "cpu" || o.device == "cuda", "--device '{}': expected auto, cpu or cuda",
                  o.device);
+  HPCTRAIN_CHECK(o.collective_timeout >= 0 && o.collective_timeout <= 1e9,
+                 "--collective-timeout {}: expected seconds >= 0 (0 = off)", o.collective_timeout);
 }
 
 void check_outputs(const TrainOptions& o) {
@@ -82,7 +89,73 @@ void check_outputs(const TrainOptions& o) {
                    "OUTPUT/checkpoint-STEP", o.resume);
 }
 
+
+// ---- the table of members (train_option_fields) ----
+
+std::string to_text(const std::string& value) { return value; }
+std::string to_text(const fs::path& value) { return value.string(); }
+std::string to_text(data::ShuffleMode value) { return std::string(data::to_string(value)); }
+std::string to_text(bool value) { return value ? "true" : "false"; }
+template <typename Number>
+std::string to_text(Number value) { return fmt::format("{}", value); }
+
+template <auto Member>
+std::string text_of(const TrainOptions& options) { return to_text(options.*Member); }
+
+using O = TrainOptions;
+constexpr Agreement kValue = Agreement::value, kContent = Agreement::content, kRank0 = Agreement::rank0,
+                    kPerRank = Agreement::per_rank;
+const OptionField kFields[] = {
+    {"--data", kContent, text_of<&O::data>},  // compared as the dataset's identity (dataset_identity.hpp)
+    {"--train-split", kValue, text_of<&O::train_split>},
+    {"--eval-split", kValue, text_of<&O::eval_split>},
+    {"--shuffle", kValue, text_of<&O::shuffle>},
+    {"--cache-mb", kValue, text_of<&O::cache_mb>},  // decides the streaming blocks, hence the data order
+    {"--tokenizer", kContent, text_of<&O::tokenizer>},
+    {"--model", kContent, text_of<&O::model_dir>},
+    {"--model-config", kContent, text_of<&O::model_config>},
+    {"--epochs", kValue, text_of<&O::epochs>},
+    {"--max-steps", kValue, text_of<&O::max_steps>},
+    {"--batch-size", kValue, text_of<&O::batch_size>},
+    {"--eval-batch-size", kValue, text_of<&O::eval_batch_size>},
+    {"--gradient-accumulation-steps", kValue, text_of<&O::gradient_accumulation_steps>},
+    {"--lr", kValue, text_of<&O::lr>},
+    {"--weight-decay", kValue, text_of<&O::weight_decay>},
+    {"--adam-beta1", kValue, text_of<&O::adam_beta1>},
+    {"--adam-beta2", kValue, text_of<&O::adam_beta2>},
+    {"--adam-epsilon", kValue, text_of<&O::adam_epsilon>},
+    {"--warmup-ratio", kValue, text_of<&O::warmup_ratio>},
+    {"--warmup-steps", kValue, text_of<&O::warmup_steps>},
+    {"--lr-scheduler", kValue, text_of<&O::lr_scheduler>},
+    {"--max-grad-norm", kValue, text_of<&O::max_grad_norm>},
+    {"--seed", kValue, text_of<&O::seed>},
+    {"--skip-nonfinite", kValue, text_of<&O::skip_nonfinite>},
+    {"--bucket-mb", kValue, text_of<&O::bucket_mb>},
+    {"--first-bucket-mb", kValue, text_of<&O::first_bucket_mb>},
+    {"--overlap", kValue, text_of<&O::overlap>},
+    {"--check-sync-every", kValue, text_of<&O::check_sync_every>},
+    {"--threads", kPerRank, text_of<&O::threads>},  // nodes may differ in cores (the default already does)
+    {"--device", kValue, text_of<&O::device>},
+    {"--collective-timeout", kValue, text_of<&O::collective_timeout>},
+    {"--output", kRank0, text_of<&O::output>},
+    {"--save-steps", kValue, text_of<&O::save_steps>},
+    {"--save-total-limit", kValue, text_of<&O::save_total_limit>},
+    {"--resume", kRank0, text_of<&O::resume>},
+    {"--eval-steps", kValue, text_of<&O::eval_steps>},
+    {"--logging-steps", kValue, text_of<&O::logging_steps>},
+    {"--log-all-ranks", kPerRank, text_of<&O::log_all_ranks>},
+    {"--no-progress", kPerRank, text_of<&O::progress>},
+    {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
+};
+static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions>(),
+              "TrainOptions gained or lost a member: give it an entry in kFields (flag and Agreement, Note [Agreed options])");
+
 }  // namespace
+
+const std::vector<OptionField>& train_option_fields() {
+  static const std::vector<OptionField> fields(std::begin(kFields), std::end(kFields));
+  return fields;
+}
 
 void validate_train_options(const TrainOptions& options) {
   HPCTRAIN_CHECK(!options.data.empty(), "--data FILE.h5 is required (make one with `hpctrain prep`)");

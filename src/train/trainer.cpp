@@ -27,6 +27,7 @@
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/trainer_state.hpp"
 #include "model_setup.hpp"
 #include "training_log.hpp"
@@ -43,7 +44,7 @@ AcceleratorOptions accelerator_options(const TrainOptions& o) {
   AcceleratorOptions a;
   a.device = o.device, a.threads = o.threads, a.bucket_mb = o.bucket_mb, a.first_bucket_mb = o.first_bucket_mb;
   a.overlap = o.overlap, a.gradient_accumulation_steps = o.gradient_accumulation_steps, a.seed = o.seed;
-  a.log_all_ranks = o.log_all_ranks;
+  a.log_all_ranks = o.log_all_ranks, a.collective_timeout = o.collective_timeout;
   return a;
 }
 
@@ -99,8 +100,9 @@ struct Run {
 };
 
 void Run::set_up() {
-  const auto [resume_dir, resume_text] = find_resume_point(comm, options);
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
+  agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
+  const auto [resume_dir, resume_text] = find_resume_point(comm, options);
   TrainerState saved;
   if (!resume_dir.empty()) saved = trainer_state_from_json(nlohmann::json::parse(resume_text), resume_dir);
   RunGeometry requested;

@@ -42,11 +42,15 @@ struct AcceleratorOptions {
   int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step (accumulate())
   uint64_t seed = 42;                 // dropout seeds (seed_step), Note [Dropout seeds]
   bool log_all_ranks = false;         // every rank logs, lines prefixed "[rank r]"
+  // Seconds a collective may wait before the job ends naming the missing ranks; 0 = off. Process-wide
+  // (Comm::set_collective_timeout, Note [Collective timeout]).
+  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
 };
 
 class Accelerator {
  public:
-  // Sets the log context, CPU threads (train::set_threads) and picks the device. Not collective.
+  // Sets the log context, CPU threads (train::set_threads), the collective timeout and picks the device.
+  // Not collective.
   Accelerator(dist::Comm& comm, AcceleratorOptions options = {});
   ~Accelerator();
   Accelerator(const Accelerator&) = delete;

@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/dist/comm.hpp"
 
 namespace hpctrain::train {
 
@@ -46,6 +48,7 @@ struct TrainOptions {
   int64_t check_sync_every = 0;            // steps between replica checksums; 0 = never
   int threads = 0;                         // CPU threads per rank; 0 = cores on node / ranks on node
   std::string device = "auto";             // auto | cpu | cuda
+  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;  // seconds; 0 = off (Comm::set_collective_timeout)
 
   // ---- Checkpoints ----
   std::filesystem::path output;            // run folder: checkpoint-STEP/, final/, metrics.jsonl
@@ -62,6 +65,25 @@ struct TrainOptions {
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;
 };
+
+// How an option is compared across ranks at start-up (Note [Agreed options], run_agreement.hpp).
+enum class Agreement {
+  value,     // the value must be equal on every rank
+  content,   // a path: compared by the identity of what it names, not by its text
+  rank0,     // used by rank 0 only (the run folder, the resume choice): other ranks' values are ignored
+  per_rank,  // may differ: per-rank logging, or a per-node resource (--threads)
+};
+
+// One member of TrainOptions: its flag, how ranks compare it, and its value as text.
+struct OptionField {
+  const char* flag;  // "--lr"
+  Agreement agreement;
+  std::string (*text)(const TrainOptions&);
+};
+
+// Every member of TrainOptions exactly once, in declaration order (train_options.cpp counts them at
+// compile time: a new member without an entry does not build).
+[[nodiscard]] const std::vector<OptionField>& train_option_fields();
 
 // Throws Error naming the option, the value and what is allowed (pure: no file system access
 // except that the data file and --model folder must exist).
