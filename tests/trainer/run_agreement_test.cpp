@@ -9,6 +9,9 @@
 #include "hpctrain/train/run_agreement.hpp"
 
 using namespace hpctrain::train;
+using trainer_test::Scratch;
+using trainer_test::write_tiny_dataset;
+namespace fs = std::filesystem;
 
 namespace {
 

@@ -23,7 +23,10 @@
 //  - the gradient reducer's buckets: --bucket-mb, --first-bucket-mb and the parameter order and shapes
 //    (checked structure); row-sparse bucket lengths come from a max-allreduce of marks (identical).
 //  - --check-sync-every, --eval-steps, --save-steps decide when find_unsynchronized, evaluation and the
-//    save agreement run: agreed values.
+//    save agreement run; --skip-nonfinite whether every rank stops or skips after the agreed non-finite
+//    flag: agreed values.
+//  - the resume point: rank 0 picks it (--resume, --output are rank 0's) and broadcasts the folder and
+//    its trainer_state.json; the geometry then comes from that state and agreed options (plan_start).
 #pragma once
 
 #include <filesystem>
