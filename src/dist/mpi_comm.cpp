@@ -237,7 +237,6 @@ class MpiComm final : public Comm {
   int rank_ = 0, world_size_ = 1, local_rank_ = 0, local_size_ = 1;
 };
 
-
 }  // namespace
 
 // The stall inspector's thread (Note [Collective timeout]).
