@@ -5,6 +5,7 @@
 // DATA.h5 comes from `hpctrain prep text`; CONFIG.json is a DistilBERT/BERT config (labels are taken
 // from the dataset). Not shown here: resume, non-finite checks, metrics files (see src/train/trainer.cpp).
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/utils.h>
 
 #include <cstdio>

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds hpctrain (Release) in ${HPCTRAIN_BUILD_DIR:-build}. Extra arguments go to cmake --build.
+# HPCTRAIN_CMAKE_ARGS: extra configure arguments (first configure only), e.g. another LibTorch
+# (scripts/setup-torch2.sh sets them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${HPCTRAIN_BUILD_DIR:-build}
@@ -7,8 +9,9 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+read -r -a extra <<<"${HPCTRAIN_CMAKE_ARGS:-}"
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${HPCTRAIN_BUILD_TYPE:-Release}
+  cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${HPCTRAIN_BUILD_TYPE:-Release} "${extra[@]}"
 fi
 jobs=${HPCTRAIN_BUILD_JOBS:-$(nproc)}
 cmake --build "$build_dir" -j "$jobs" "$@"

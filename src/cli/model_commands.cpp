@@ -1,6 +1,7 @@
 // `hpctrain eval`, `hpctrain predict` and `hpctrain inspect MODEL_DIR`: a Hugging Face model folder
 // applied to a dataset file, data-parallel under mpirun (rank 0 prints and writes).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <filesystem>

@@ -3,6 +3,7 @@
 #include "jsonl_parser.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstring>

@@ -1,6 +1,8 @@
 #include "hpctrain/ddp/consistency.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <fmt/ranges.h>
 
 #include <cstring>
 

@@ -1,6 +1,7 @@
 #include "hpctrain/ddp/gradient_reducer.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 

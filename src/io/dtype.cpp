@@ -1,6 +1,7 @@
 #include "hpctrain/io/dtype.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <limits>
 

@@ -4,6 +4,7 @@
 #include "io/file_util.hpp"
 
 #include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstring>

@@ -2,12 +2,12 @@
 #include "models/attention.hpp"
 #include "models/dropout.hpp"
 
+#include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/random.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
-#include <torch/version.h>
 
 #include <cmath>
 #include <limits>
@@ -135,7 +135,7 @@ at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
   const double p = training ? dropout : 0.0;
   at::Tensor context;
-#if TORCH_VERSION_MAJOR >= 2
+#if HPCTRAIN_TORCH_2
   if (q.is_cuda()) {  // fused kernels (flash / memory-efficient) keep the same property on GPUs
     context = at::scaled_dot_product_attention(split_heads(q), split_heads(k), split_heads(v), bias, p);
   }

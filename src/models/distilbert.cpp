@@ -7,6 +7,7 @@
 #include "models/layers.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/nn/modules/container/modulelist.h>
 
 namespace hpctrain::models {

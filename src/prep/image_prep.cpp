@@ -1,6 +1,7 @@
 #include "hpctrain/prep/image_prep.hpp"
 
 #include <algorithm>
+#include <fmt/ranges.h>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/random.hpp"

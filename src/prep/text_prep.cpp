@@ -1,6 +1,7 @@
 #include "hpctrain/prep/text_prep.hpp"
 
 #include <algorithm>
+#include <fmt/ranges.h>
 #include <atomic>
 #include <mutex>
 #include <chrono>

@@ -3,6 +3,8 @@
 #include "hpctrain/train/accelerator.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <fmt/ranges.h>
 #include <torch/utils.h>
 
 #include <algorithm>

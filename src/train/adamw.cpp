@@ -1,6 +1,8 @@
 #include "hpctrain/train/adamw.hpp"
 
 #include <ATen/Dispatch.h>
+#include <ATen/core/grad_mode.h>
+#include <fmt/ranges.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>

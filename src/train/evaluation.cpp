@@ -1,6 +1,7 @@
 #include "hpctrain/train/evaluation.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 

@@ -2,6 +2,7 @@
 #include "model_setup.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <torch/utils.h>
 
 #include <algorithm>

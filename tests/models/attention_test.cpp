@@ -1,8 +1,10 @@
 // Blocked self-attention (src/models/attention.cpp): equal to the textbook formula in value and
 // gradient, dropout as at::dropout, and the memory bound of Note [Attention memory].
 #include "models/attention.hpp"
+#include "hpctrain/compat/torch.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/autograd.h>
 #include <torch/utils.h>
@@ -127,10 +129,10 @@ BOOST_AUTO_TEST_CASE(gradients_with_dropout_match_finite_differences) {
 }
 
 // Counts the bytes the CPU allocator has handed out and not yet got back, and their peak.
-class PeakCountingAllocator final : public c10::Allocator {
+class PeakCountingAllocator final : public hpctrain::compat::Allocator {
  public:
   explicit PeakCountingAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate_bytes(size_t n) const override {
     c10::DataPtr inner = inner_->allocate(n);
     void* data = inner.get();
     auto* context = new Block{std::move(inner), n, this};

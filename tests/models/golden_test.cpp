@@ -7,6 +7,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <torch/utils.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 

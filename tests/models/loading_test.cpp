@@ -8,6 +8,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <torch/utils.h>
+#include <ATen/core/grad_mode.h>
 
 #include <cstring>
 #include <iterator>

@@ -9,6 +9,7 @@
 
 #include <boost/test/unit_test.hpp>
 #include <torch/utils.h>
+#include <ATen/core/grad_mode.h>
 
 namespace hpctrain::models {
 namespace {

@@ -1,5 +1,6 @@
 // broadcast_parameters, check_same_structure and find_unsynchronized on two ranks.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "harness.hpp"
 #include "hpctrain/core/error.hpp"

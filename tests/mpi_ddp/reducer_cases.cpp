@@ -1,6 +1,7 @@
 // Two ranks, each backward on its own input: the reducer's gradients must equal the average of both
 // ranks' gradients, which every rank also computes locally on a hook-free replica.
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 

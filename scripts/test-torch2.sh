@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite against the second LibTorch configuration (LibTorch 2.x from the pinned `torch`
+# wheel, CUDA build; on a machine without a GPU everything runs on the CPU). Extra arguments go to ctest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export HPCTRAIN_BUILD_DIR=${HPCTRAIN_BUILD_DIR:-build-torch2}
+scripts/install-deps.sh build test
+scripts/setup-torch2.sh
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cd "$HPCTRAIN_BUILD_DIR"
+ctest --output-on-failure --timeout 900 "$@"
