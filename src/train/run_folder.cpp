@@ -13,6 +13,7 @@
 #include <random>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -165,6 +166,11 @@ RunFolderLock::RunFolderLock(const fs::path& output, const RunIdentity& holder) 
   HPCTRAIN_CHECK(fd_ >= 0, "cannot open the lock file '{}': {}", path.string(), std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int saved = errno;
+    if (saved == ENOSYS || saved == EOPNOTSUPP || saved == ENOLCK || saved == EINVAL) {  // e.g. Lustre without -o flock
+      log::warning("'{}': the file system does not support flock ({}): a concurrent run on this --output is not "
+                   "detected", path.string(), std::strerror(saved));
+      return;
+    }
     ::close(fd_);
     fd_ = -1;
     HPCTRAIN_CHECK(saved != EWOULDBLOCK, "--output '{}' is in use by another run ({}): '{}' is locked\n  hint: wait for "
