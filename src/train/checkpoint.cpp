@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <system_error>
+#include <thread>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/sha256.hpp"
@@ -55,14 +56,17 @@ std::vector<std::string> files_under(const fs::path& dir) {
   return names;
 }
 
-// SHA-256 of each of `names` under `dir`, hashed in parallel (one task per file: a checkpoint has a few
-// large files, so a save costs about the time of hashing the largest, Note [Verified checkpoints]).
+// SHA-256 of each of `names` under `dir`, hashed in parallel (at most one task per core: a checkpoint has a
+// few large files, so a save costs about the time of hashing the largest, Note [Verified checkpoints]).
 std::vector<std::string> hash_files(const fs::path& dir, const std::vector<std::string>& names) {
-  std::vector<std::future<std::string>> pending;
-  for (const std::string& name : names)
-    pending.push_back(std::async(std::launch::async, [path = dir / name] { return sha256_file_hex(path); }));
+  const std::size_t width = std::max(1u, std::thread::hardware_concurrency());
   std::vector<std::string> digests;
-  for (auto& digest : pending) digests.push_back(digest.get());
+  for (std::size_t first = 0; first < names.size(); first += width) {
+    std::vector<std::future<std::string>> pending;
+    for (std::size_t i = first; i < std::min(names.size(), first + width); ++i)
+      pending.push_back(std::async(std::launch::async, [path = dir / names[i]] { return sha256_file_hex(path); }));
+    for (auto& digest : pending) digests.push_back(digest.get());
+  }
   return digests;
 }
 
