@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 
@@ -15,6 +14,8 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/data/dataset_reader.hpp"
 #include "hpctrain/dist/collective.hpp"
+#include "hpctrain/io/atomic_write.hpp"
+#include "hpctrain/io/output_check.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/evaluation.hpp"
@@ -131,18 +132,13 @@ std::string format_metrics(const train::EvaluationResult& result, const std::vec
   return out;
 }
 
-// Writes `text` to path atomically (temporary + rename).
-void write_atomically(const fs::path& path, const std::string& text) {
-  if (path.has_parent_path()) fs::create_directories(path.parent_path());
-  const fs::path temporary = path.string() + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    HPCTRAIN_CHECK(file.good(), "cannot write '{}'", temporary.string());
-    file << text;
-    file.close();
-    HPCTRAIN_CHECK(file.good(), "writing '{}' failed (disk full?)", temporary.string());
-  }
-  fs::rename(temporary, path);
+// Writes `text` to `path` through io::write_file_atomically (no temporary survives a failure).
+void write_predictions(const fs::path& path, const std::string& text) {
+  std::error_code error;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), error);
+  HPCTRAIN_CHECK(!error, "--output '{}': cannot create the folder '{}': {}", path.string(), path.parent_path().string(),
+                 error.message());
+  io::write_file_atomically(path, text);
 }
 
 }  // namespace
@@ -169,13 +165,22 @@ int eval_command(const Args& args, dist::Comm& comm) {
 int predict_command(const Args& args, dist::Comm& comm) {
   ModelDataOptions options;
   std::string output;
+  bool overwrite = false;
   po::options_description description("Predict");
   add_model_data_options(description, options);
-  description.add_options()("output", po::value(&output)->required(), "JSONL file: one line per example, in stored order");
+  description.add_options()
+      ("output", po::value(&output)->required(), "JSONL file: one line per example, in stored order")
+      ("overwrite", po::bool_switch(&overwrite), "replace an existing --output file (never one of the inputs)");
   po::variables_map values;
   if (!parse_options(args, "hpctrain predict --model DIR --data FILE.h5 --split S --output preds.jsonl", description, values))
     return 0;
   agree_on_options(options, comm, "predict");
+  dist::run_collectively(comm, "checking --output", [&] {
+    if (!comm.is_main_process()) return;
+    std::vector<fs::path> inputs = io::files_in(options.model);
+    inputs.push_back(options.data);
+    output = io::check_output_file(output, inputs, overwrite).string();
+  });
   Loaded loaded = load_model_and_data(options, comm);
   const auto predictions = train::predict(*loaded.model, *loaded.loader, comm, loaded.device);
   if (!comm.is_main_process()) return 0;
@@ -190,7 +195,7 @@ int predict_command(const Args& args, dist::Comm& comm) {
                            {"label", names[best]}, {"logits", p.logits}};
     text += line.dump() + "\n";
   }
-  write_atomically(output, text);
+  write_predictions(output, text);
   log::info("wrote {} predictions to {}", predictions.size(), output);
   return 0;
 }

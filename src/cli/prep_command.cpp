@@ -7,6 +7,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
+#include "hpctrain/io/output_check.hpp"
 #include "hpctrain/prep/image_prep.hpp"
 #include "hpctrain/prep/labels.hpp"
 #include "hpctrain/prep/text_prep.hpp"
@@ -78,6 +79,9 @@ int prep_text_command(const Args& args, const std::string& command_line) {
   options.compression = data::parse_compression(compression);
   options.progress = values.count("no-progress") == 0;
   options.created_by = command_line;
+  std::vector<std::filesystem::path> inputs = io::files_in(options.tokenizer_dir);
+  inputs.insert(inputs.end(), {options.input, options.validation_input, options.test_input});
+  options.output = io::check_output_file(options.output, inputs, options.overwrite);
   print_report(options, prep::prep_text(options));
   return 0;
 }
@@ -113,6 +117,10 @@ int prep_images_command(const Args& args, const std::string& command_line) {
   options.labels = prep::split_commas(labels);
   options.compression = data::parse_compression(compression);
   options.created_by = command_line;
+  std::vector<std::filesystem::path> inputs = io::files_in(options.input_dir);
+  inputs.insert(inputs.end(), {options.train_images, options.train_labels, options.validation_images,
+                               options.validation_labels});
+  options.output = io::check_output_file(options.output, inputs, options.overwrite);
   const auto report = prep::prep_images(options);
   log::info("wrote {} ({} labels, images {}x{}x{})", options.output.string(), report.label_names.size(), report.channels,
             report.height, report.width);

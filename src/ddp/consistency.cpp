@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 
@@ -234,6 +235,30 @@ std::string find_unsynchronized(dist::Comm& comm, const NamedTensors& named_tens
     }
   }
   return "";
+}
+
+std::map<std::string, at::Tensor> broadcast_tensors(dist::Comm& comm, const std::map<std::string, at::Tensor>& tensors,
+                                                    int root) {
+  std::string header;
+  if (comm.rank() == root) {
+    nlohmann::json entries = nlohmann::json::array();
+    for (const auto& [name, tensor] : tensors)
+      entries.push_back({name, static_cast<int>(tensor.scalar_type()), tensor.sizes().vec()});
+    header = entries.dump();
+  }
+  comm.broadcast_string(header, root);
+  std::map<std::string, at::Tensor> out;
+  std::vector<at::Tensor> order;
+  for (const auto& entry : nlohmann::json::parse(header)) {
+    const auto name = entry[0].get<std::string>();
+    const auto dtype = static_cast<at::ScalarType>(entry[1].get<int>());
+    at::Tensor tensor = comm.rank() == root ? tensors.at(name).detach().to(at::kCPU).contiguous()
+                                            : at::empty(entry[2].get<std::vector<int64_t>>(), at::TensorOptions().dtype(dtype));
+    order.push_back(tensor);
+    out.emplace(name, std::move(tensor));
+  }
+  broadcast_parameters(comm, order, root);
+  return out;
 }
 
 }  // namespace hpctrain::ddp

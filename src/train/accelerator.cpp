@@ -19,6 +19,7 @@
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/tensor_io.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/device.hpp"
@@ -39,6 +40,8 @@ ddp::NamedTensors parameters_and_buffers(torch::nn::Module& model) {
   return named;
 }
 
+using models::TensorMap;
+
 TensorMap model_tensors(const torch::nn::Module& model) {
   TensorMap out;
   for (const auto& [name, tensor] : models::state_dict(model)) out.emplace(name, tensor);
@@ -51,7 +54,7 @@ TensorMap read_on_root(dist::Comm& comm, const std::string& what, const std::fun
   dist::run_collectively(comm, what, [&] {
     if (comm.is_main_process()) tensors = read();
   });
-  return broadcast_tensors(comm, tensors, 0);
+  return ddp::broadcast_tensors(comm, tensors, 0);
 }
 
 }  // namespace
@@ -199,9 +202,10 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
       if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
         models::write_pretrained_files(*classifier, tmp, tokenizer_files_);
       else
-        save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-      if (optimizer_ != nullptr) save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());
+        models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
+      if (optimizer_ != nullptr) models::save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());
       if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
+      write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
     });
   });
 }
@@ -209,21 +213,30 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
 nlohmann::json Accelerator::load_state(const fs::path& dir) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::load_state: no model prepared");
   std::string state_text;
-  if (comm_.is_main_process() && fs::is_regular_file(dir / kTrainerStateName)) state_text = read_text(dir / kTrainerStateName);
+  dist::run_collectively(comm_, fmt::format("verifying '{}'", dir.string()), [&] {
+    if (!comm_.is_main_process()) return;
+    if (const std::string warning = verify_checkpoint(dir); !warning.empty()) log::warning("{}", warning);
+    if (fs::is_regular_file(dir / kTrainerStateName)) state_text = read_text(dir / kTrainerStateName);
+  });
   comm_.broadcast_string(state_text, 0);
+  load_tensors(dir);
+  return state_text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(state_text);
+}
+
+void Accelerator::load_tensors(const fs::path& dir) {
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::load_tensors: no model prepared");
   const bool classifier = dynamic_cast<const models::SequenceClassifier*>(model_) != nullptr;
   const TensorMap weights = read_on_root(comm_, fmt::format("reading the model weights in '{}'", dir.string()), [&] {
-    if (!classifier) return load_tensor_file(dir / kModelWeightsName);
+    if (!classifier) return models::load_tensor_file(dir / kModelWeightsName);
     const models::StateDict stored = models::read_weights(dir);  // model.safetensors or its shards
     return TensorMap(stored.begin(), stored.end());
   });
-  copy_tensors_strict(weights, model_tensors(*model_), fmt::format("model weights in '{}'", dir.string()));
+  models::copy_tensors_strict(weights, model_tensors(*model_), fmt::format("model weights in '{}'", dir.string()));
   if (optimizer_ != nullptr) {
     const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", (dir / kOptimizerName).string()),
-                                         [&] { return load_tensor_file(dir / kOptimizerName); });
+                                         [&] { return models::load_tensor_file(dir / kOptimizerName); });
     optimizer_->load_state_dict(std::map<std::string, at::Tensor>(state.begin(), state.end()));
   }
-  return state_text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(state_text);
 }
 
 void Accelerator::print_line(const std::string& line) { log::write_info(line); }

@@ -1,23 +1,23 @@
-// Checkpoint folders and tensor files (checkpoint.hpp, Note [Complete checkpoints]).
+// The checkpoint folder protocol (checkpoint.hpp, Notes [Complete checkpoints] and [Verified checkpoints]).
 #include "hpctrain/train/checkpoint.hpp"
 
-#include <ATen/ATen.h>
-#include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <iterator>
+#include <set>
+#include <sstream>
 #include <system_error>
+#include <thread>
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/core/sha256.hpp"
 #include "hpctrain/io/atomic_write.hpp"
-#include "hpctrain/io/safetensors.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -26,36 +26,48 @@ namespace fs = std::filesystem;
 
 constexpr const char* kPrefix = "checkpoint-";
 
-io::DType io_dtype(at::ScalarType type, const std::string& name) {
-  switch (type) {
-    case at::kBool: return io::DType::boolean;
-    case at::kByte: return io::DType::u8;
-    case at::kChar: return io::DType::i8;
-    case at::kShort: return io::DType::i16;
-    case at::kHalf: return io::DType::f16;
-    case at::kBFloat16: return io::DType::bf16;
-    case at::kInt: return io::DType::i32;
-    case at::kFloat: return io::DType::f32;
-    case at::kDouble: return io::DType::f64;
-    case at::kLong: return io::DType::i64;
-    default: fail("cannot save tensor '{}': dtype {} has no safetensors equivalent", name, c10::toString(type));
-  }
+bool is_hex_digest(const std::string& text) {
+  return text.size() == 64 &&
+         std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
-at::ScalarType scalar_type(io::DType dtype) {
-  switch (dtype) {
-    case io::DType::boolean: return at::kBool;
-    case io::DType::u8: return at::kByte;
-    case io::DType::i8: return at::kChar;
-    case io::DType::i16: return at::kShort;
-    case io::DType::f16: return at::kHalf;
-    case io::DType::bf16: return at::kBFloat16;
-    case io::DType::i32: return at::kInt;
-    case io::DType::f32: return at::kFloat;
-    case io::DType::f64: return at::kDouble;
-    case io::DType::i64: return at::kLong;
+bool is_safe_relative(const std::string& name) {
+  if (name.empty() || name.front() == '/') return false;
+  for (const auto& part : fs::path(name)) {
+    if (part == ".." || part == ".") return false;
   }
-  fail("unknown safetensors dtype");
+  return true;
+}
+
+// Files of the kinds a resume reads: each must be covered by the manifest.
+bool read_on_resume(const std::string& name) {
+  return name.size() >= 5 && (name.compare(name.size() - 5, 5, ".json") == 0 || name.find(".safetensors") != std::string::npos);
+}
+
+// Regular files under `dir` (relative, '/'-separated), without the manifest, sorted.
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string name = entry.path().lexically_relative(dir).generic_string();
+    if (name != kManifestName) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// SHA-256 of each of `names` under `dir`, hashed in parallel (at most one task per core: a checkpoint has a
+// few large files, so a save costs about the time of hashing the largest, Note [Verified checkpoints]).
+std::vector<std::string> hash_files(const fs::path& dir, const std::vector<std::string>& names) {
+  const std::size_t width = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<std::string> digests;
+  for (std::size_t first = 0; first < names.size(); first += width) {
+    std::vector<std::future<std::string>> pending;
+    for (std::size_t i = first; i < std::min(names.size(), first + width); ++i)
+      pending.push_back(std::async(std::launch::async, [path = dir / names[i]] { return sha256_file_hex(path); }));
+    for (auto& digest : pending) digests.push_back(digest.get());
+  }
+  return digests;
 }
 
 }  // namespace
@@ -71,31 +83,42 @@ std::optional<int64_t> parse_checkpoint_name(const std::string& name) {
   return std::stoll(digits);
 }
 
+std::optional<std::string> checkpoint_run_id(const fs::path& dir) {
+  std::ifstream file(dir / kTrainerStateName, std::ios::binary);
+  if (!file.good()) return std::nullopt;
+  const auto state = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (!state.is_object() || !state.contains("hpctrain") || !state["hpctrain"].is_object()) return std::nullopt;
+  const auto& h = state["hpctrain"];
+  if (!h.contains("run_id") || !h["run_id"].is_string()) return std::nullopt;
+  return h["run_id"].get<std::string>();
+}
+
 std::vector<CheckpointEntry> list_checkpoints(const fs::path& output) {
   std::vector<CheckpointEntry> found;
   if (!fs::is_directory(output)) return found;
   for (const auto& entry : fs::directory_iterator(output)) {
     const auto step = parse_checkpoint_name(entry.path().filename().string());
     if (step && entry.is_directory() && fs::is_regular_file(entry.path() / kTrainerStateName))
-      found.push_back({*step, entry.path()});
+      found.push_back({*step, entry.path(), checkpoint_run_id(entry.path())});
   }
   std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
   return found;
 }
 
-std::optional<fs::path> latest_checkpoint(const fs::path& output) {
-  const auto all = list_checkpoints(output);
-  if (all.empty()) return std::nullopt;
-  return all.back().path;
+std::vector<CheckpointEntry> own_checkpoints(const fs::path& output, const OwnedBy& owned) {
+  std::vector<CheckpointEntry> own;
+  for (CheckpointEntry& entry : list_checkpoints(output))
+    if (owned(entry.run_id)) own.push_back(std::move(entry));
+  return own;
 }
 
-std::vector<fs::path> rotate_checkpoints(const fs::path& output, int64_t keep) {
+std::vector<fs::path> rotate_checkpoints(const fs::path& output, int64_t keep, const OwnedBy& owned) {
   std::vector<fs::path> removed;
   if (keep <= 0) return removed;
-  const auto all = list_checkpoints(output);
-  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i) {
-    io::remove_folder(all[i].path);
-    removed.push_back(all[i].path);
+  const auto own = own_checkpoints(output, owned);
+  for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < own.size(); ++i) {
+    io::remove_folder(own[i].path);
+    removed.push_back(own[i].path);
   }
   return removed;
 }
@@ -113,70 +136,68 @@ void remove_stale_temporaries(const fs::path& output) {
   for (const fs::path& path : stale) fs::remove_all(path, error);
 }
 
-void save_tensor_file(const fs::path& path, const TensorMap& tensors) {
-  std::vector<at::Tensor> host;
-  std::vector<io::TensorView> views;
-  host.reserve(tensors.size());
-  for (const auto& [name, tensor] : tensors) {
-    host.push_back(tensor.detach().to(at::kCPU).contiguous());
-    const at::Tensor& t = host.back();
-    views.push_back(io::TensorView{name, io_dtype(t.scalar_type(), name), std::vector<int64_t>(t.sizes().begin(), t.sizes().end()),
-                                   static_cast<const std::byte*>(t.data_ptr()), t.nbytes()});
-  }
-  io::save_safetensors(path, views, {{"format", "pt"}});
+fs::path move_aside(const fs::path& path, const std::string& run_id) {
+  const fs::path name = path.filename();
+  const fs::path aside = path.parent_path() / fmt::format("{}.run-{}{}", name.stem().string(), run_id,
+                                                          name.extension().string());
+  std::error_code error;
+  HPCTRAIN_CHECK(!fs::exists(aside), "cannot move '{}' aside: '{}' exists", path.string(), aside.string());
+  fs::rename(path, aside, error);
+  HPCTRAIN_CHECK(!error, "cannot move '{}' aside to '{}': {}", path.string(), aside.string(), error.message());
+  return aside;
 }
 
-TensorMap load_tensor_file(const fs::path& path) {
-  const io::SafetensorsFile file(path);
-  TensorMap out;
-  for (const io::TensorView& view : file.tensors()) {
-    at::Tensor tensor = at::empty(view.shape, at::TensorOptions().dtype(scalar_type(view.dtype)));
-    if (view.nbytes > 0) std::memcpy(tensor.data_ptr(), view.data, view.nbytes);
-    out.emplace(view.name, std::move(tensor));
+std::vector<ManifestEntry> parse_manifest(const std::string& text, const std::string& source) {
+  std::vector<ManifestEntry> entries;
+  std::istringstream lines(text);
+  int line_number = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++line_number;
+    if (line.empty()) continue;
+    const bool well_formed = line.size() > 66 && line[64] == ' ' && (line[65] == ' ' || line[65] == '*');
+    ManifestEntry entry{well_formed ? line.substr(0, 64) : "", well_formed ? line.substr(66) : ""};
+    HPCTRAIN_CHECK(well_formed && is_hex_digest(entry.sha256), "{}: line {}: expected '<64 hex digits>  NAME', got '{}'",
+                   source, line_number, line.substr(0, 100));
+    HPCTRAIN_CHECK(is_safe_relative(entry.name), "{}: line {}: '{}' is not a file inside the checkpoint", source,
+                   line_number, entry.name);
+    entries.push_back(std::move(entry));
   }
-  return out;
+  return entries;
 }
 
-TensorMap broadcast_tensors(dist::Comm& comm, const TensorMap& tensors, int root) {
-  std::string header;
-  if (comm.rank() == root) {
-    nlohmann::json entries = nlohmann::json::array();
-    for (const auto& [name, tensor] : tensors)
-      entries.push_back({name, static_cast<int>(tensor.scalar_type()), tensor.sizes().vec()});
-    header = entries.dump();
-  }
-  comm.broadcast_string(header, root);
-  TensorMap out;
-  std::vector<at::Tensor> order;
-  for (const auto& entry : nlohmann::json::parse(header)) {
-    const auto name = entry[0].get<std::string>();
-    const auto dtype = static_cast<at::ScalarType>(entry[1].get<int>());
-    at::Tensor tensor = comm.rank() == root ? tensors.at(name).detach().to(at::kCPU).contiguous()
-                                            : at::empty(entry[2].get<std::vector<int64_t>>(), at::TensorOptions().dtype(dtype));
-    order.push_back(tensor);
-    out.emplace(name, std::move(tensor));
-  }
-  ddp::broadcast_parameters(comm, order, root);
-  return out;
+void write_manifest(const fs::path& dir) {
+  const std::vector<std::string> names = files_under(dir);
+  const std::vector<std::string> digests = hash_files(dir, names);
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) text += fmt::format("{}  {}\n", digests[i], names[i]);
+  write_text(dir / kManifestName, text);
 }
 
-void copy_tensors_strict(const TensorMap& source, const TensorMap& target, const std::string& what) {
-  std::vector<std::string> problems;
-  for (const auto& [name, tensor] : target) {
-    const auto it = source.find(name);
-    if (it == source.end()) problems.push_back(fmt::format("missing '{}'", name));
-    else if (it->second.sizes() != tensor.sizes())
-      problems.push_back(fmt::format("'{}' has shape [{}], expected [{}]", name, fmt::join(it->second.sizes(), ", "),
-                                     fmt::join(tensor.sizes(), ", ")));
+std::string verify_checkpoint(const fs::path& dir) {
+  const fs::path manifest = dir / kManifestName;
+  if (!fs::is_regular_file(manifest))
+    return fmt::format("'{}' has no {} (written before checksums existed): its files are not verified", dir.string(),
+                       kManifestName);
+  const std::vector<ManifestEntry> entries = parse_manifest(read_text(manifest), manifest.string());
+  std::set<std::string> listed;
+  for (const ManifestEntry& entry : entries) {
+    HPCTRAIN_CHECK(fs::is_regular_file(dir / entry.name), "{}: listed in {} but missing", (dir / entry.name).string(),
+                   kManifestName);
+    listed.insert(entry.name);
   }
-  for (const auto& [name, tensor] : source)
-    if (!target.count(name)) problems.push_back(fmt::format("unexpected '{}'", name));
-  HPCTRAIN_CHECK(problems.empty(), "{}: {} problem(s): {}", what, problems.size(), fmt::join(problems, "; "));
-  at::NoGradGuard no_grad;
-  for (const auto& [name, tensor] : target) {
-    at::Tensor into = tensor;
-    into.copy_(source.at(name));
+  const std::vector<std::string> digests = hash_files(dir, std::vector<std::string>(listed.begin(), listed.end()));
+  std::size_t i = 0;
+  for (const std::string& name : listed) {  // the same order as `digests`
+    const auto entry = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.name == name; });
+    HPCTRAIN_CHECK(digests[i] == entry->sha256, "{}: SHA-256 checksum mismatch: expected {} ({}), got {}: the file "
+                   "is corrupt or was changed after the save", (dir / name).string(), entry->sha256, kManifestName,
+                   digests[i]);
+    ++i;
   }
+  for (const std::string& name : files_under(dir))
+    HPCTRAIN_CHECK(listed.count(name) || !read_on_resume(name), "{}: not listed in {}: it was added after the save",
+                   (dir / name).string(), kManifestName);
+  return "";
 }
 
 void write_text(const fs::path& path, const std::string& contents) {

@@ -83,6 +83,8 @@ void check_outputs(const TrainOptions& o) {
   check_not_negative(o.save_total_limit, "--save-total-limit", "keep all");
   check_not_negative(o.eval_steps, "--eval-steps", "at the end of every epoch");
   check_positive(o.logging_steps, "--logging-steps");
+  HPCTRAIN_CHECK(o.resume.empty() || !o.overwrite_output_dir, "--resume {} continues the run in --output; "
+                 "--overwrite-output-dir starts a new one: give one of them", o.resume);
   if (!o.resume.empty() && o.resume != "auto")
     HPCTRAIN_CHECK(fs::is_regular_file(fs::path(o.resume) / "trainer_state.json"),
                    "--resume '{}': not a complete checkpoint folder (no trainer_state.json); expected auto or "
@@ -141,6 +143,7 @@ const OptionField kFields[] = {
     {"--save-steps", kValue, text_of<&O::save_steps>},
     {"--save-total-limit", kValue, text_of<&O::save_total_limit>},
     {"--resume", kRank0, text_of<&O::resume>},
+    {"--overwrite-output-dir", kRank0, text_of<&O::overwrite_output_dir>},
     {"--eval-steps", kValue, text_of<&O::eval_steps>},
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
     {"--log-all-ranks", kPerRank, text_of<&O::log_all_ranks>},

@@ -29,6 +29,7 @@
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
 #include "hpctrain/train/run_agreement.hpp"
+#include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/trainer_state.hpp"
 #include "model_setup.hpp"
 #include "training_log.hpp"
@@ -49,18 +50,51 @@ AcceleratorOptions accelerator_options(const TrainOptions& o) {
   return a;
 }
 
-// Rank 0 picks the checkpoint (--resume auto|DIR) and reads its trainer_state.json; every rank receives both.
-std::pair<fs::path, std::string> find_resume_point(dist::Comm& comm, const TrainOptions& o) {
-  std::string dir, state;
-  if (comm.is_main_process() && !o.resume.empty()) {
-    if (o.resume != "auto") dir = o.resume;
-    else if (const auto latest = latest_checkpoint(o.output)) dir = latest->string();
-    else log::info("--resume auto: no complete checkpoint in '{}', starting fresh", o.output.string());
-    if (!dir.empty()) state = read_text(fs::path(dir) / kTrainerStateName);
+// The checkpoint's trainer_state.json text once `dir` verified against its manifest and the state's fields
+// validated (Note [Verified checkpoints]); Error naming the file otherwise.
+std::string read_verified_state(const fs::path& dir) {
+  if (const std::string warning = verify_checkpoint(dir); !warning.empty()) log::warning("resume: {}", warning);
+  const fs::path file = dir / kTrainerStateName;
+  const std::string text = read_text(file);
+  const auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  HPCTRAIN_CHECK(!parsed.is_discarded(), "{}: not valid JSON (truncated?)", file.string());
+  (void)trainer_state_from_json(parsed, file.string());
+  return text;
+}
+
+// Rank 0: --resume DIR, or for --resume auto the newest of this run's checkpoints that verifies (each one
+// skipped is logged with the reason). {"", ""}: start fresh.
+std::pair<fs::path, std::string> pick_checkpoint(const TrainOptions& o, const RunIdentity& run) {
+  if (o.resume != "auto") return {o.resume, read_verified_state(o.resume)};
+  const auto own = own_checkpoints(o.output, [&](const auto& id) { return owns(run, id); });
+  std::vector<std::string> reasons;
+  for (auto it = own.rbegin(); it != own.rend(); ++it) {
+    try {
+      return {it->path, read_verified_state(it->path)};
+    } catch (const std::exception& e) {
+      log::warning("--resume auto: skipping {}: {}", it->path.filename().string(), e.what());
+      reasons.push_back(fmt::format("{}: {}", it->path.filename().string(), e.what()));
+    }
   }
+  HPCTRAIN_CHECK(own.empty(), "--resume auto: none of the {} checkpoint(s) of run {} in '{}' is intact:\n  {}",
+                 own.size(), run.run_id, o.output.string(), fmt::join(reasons, "\n  "));
+  log::info("--resume auto: no complete checkpoint of run {} in '{}', starting fresh", run.run_id, o.output.string());
+  return {};
+}
+
+// Rank 0 picks and verifies the checkpoint; every rank receives its folder and trainer state (read once).
+std::pair<fs::path, std::optional<TrainerState>> find_resume_point(dist::Comm& comm, const TrainOptions& o,
+                                                                   const RunIdentity& run) {
+  std::string dir, text;
+  dist::run_collectively(comm, "choosing the checkpoint to resume", [&] {
+    if (!comm.is_main_process() || o.resume.empty()) return;
+    auto [picked, state] = pick_checkpoint(o, run);
+    dir = picked.string(), text = std::move(state);
+  });
   comm.broadcast_string(dir, 0);
-  comm.broadcast_string(state, 0);
-  return {dir, state};
+  comm.broadcast_string(text, 0);
+  if (dir.empty()) return {};
+  return {dir, trainer_state_from_json(nlohmann::json::parse(text), (fs::path(dir) / kTrainerStateName).string())};
 }
 
 struct Run {
@@ -71,6 +105,7 @@ struct Run {
   ModelSetup setup;
   std::unique_ptr<AdamW> optimizer;
   std::unique_ptr<loader::ShardLoader> train_loader, eval_loader;
+  RunFolder folder;  // Note [One run per folder]: rank 0 holds its lock until the run ends
   TrainerState state;
   StartPlan plan;
   std::unique_ptr<TrainingLog> report;
@@ -103,9 +138,9 @@ struct Run {
 void Run::set_up() {
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
-  const auto [resume_dir, resume_text] = find_resume_point(comm, options);
-  TrainerState saved;
-  if (!resume_dir.empty()) saved = trainer_state_from_json(nlohmann::json::parse(resume_text), resume_dir);
+  folder = claim_run_folder(comm, options.output, FolderClaim{options.resume, options.overwrite_output_dir});
+  const auto [resume_dir, resumed] = find_resume_point(comm, options, folder.identity);
+  const TrainerState saved = resumed.value_or(TrainerState{});
   RunGeometry requested;
   requested.world_size = comm.world_size(), requested.per_rank_batch = options.batch_size;
   requested.accumulation = options.gradient_accumulation_steps, requested.shuffle = options.shuffle;
@@ -123,9 +158,10 @@ void Run::set_up() {
   optimizer = std::make_unique<AdamW>(setup.model->named_parameters().pairs(), adamw);
   acc.register_optimizer(*optimizer);
   if (!resume_dir.empty()) {
-    (void)acc.load_state(resume_dir);
+    acc.load_tensors(resume_dir);  // verified by find_resume_point
     state = saved;
   }
+  state.run_id = folder.identity.run_id;
   loader::LoaderOptions train_options;
   train_options.split = options.train_split, train_options.batch_size = plan.geometry.per_rank_batch;
   train_options.shuffle = plan.geometry.shuffle, train_options.seed = plan.geometry.seed;
@@ -158,6 +194,7 @@ void Run::set_up() {
   }
   for (const std::string& note : setup.notes) log::info("model: {}", note);
   for (const std::string& note : plan.notes) log::info("resume: {}", note);
+  for (const std::string& note : folder.notes) log::info("{}", note);
 }
 
 void Run::print_plan() {
@@ -309,10 +346,16 @@ void Run::evaluate_now() {
 
 void Run::save_checkpoint() {
   const fs::path dir = options.output / checkpoint_name(state.global_step);
+  const auto owned = [&](const std::optional<std::string>& id) { return owns(folder.identity, id); };
+  dist::run_collectively(comm, fmt::format("making room for '{}'", dir.string()), [&] {
+    if (!comm.is_main_process() || !fs::exists(dir) || owned(checkpoint_run_id(dir))) return;
+    const fs::path aside = move_aside(dir, checkpoint_run_id(dir).value_or("unmarked-" + folder.identity.run_id));
+    report->info(fmt::format("another run's {} is now {} (never removed)", dir.filename().string(), aside.filename().string()));
+  });
   if (best_is_current && last_eval_step == state.global_step) state.best_model_checkpoint = dir.string();
   acc.save_state(dir, to_json(state));
   if (comm.is_main_process()) {
-    for (const fs::path& removed : rotate_checkpoints(options.output, options.save_total_limit))
+    for (const fs::path& removed : rotate_checkpoints(options.output, options.save_total_limit, owned))
       report->info(fmt::format("removed {} (--save-total-limit {})", removed.filename().string(), options.save_total_limit));
   }
   report->info(fmt::format("saved {}", dir.string()));

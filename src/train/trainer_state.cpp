@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
 
 #include "hpctrain/core/error.hpp"
 
@@ -11,6 +14,8 @@ namespace hpctrain::train {
 namespace {
 
 using nlohmann::json;
+
+constexpr int64_t kMaxCount = int64_t{1} << 53;  // counts (steps, samples) a double still represents exactly
 
 data::SamplerConfig sampler_of(const RunGeometry& g) {
   data::SamplerConfig config;
@@ -23,14 +28,46 @@ data::SamplerConfig sampler_of(const RunGeometry& g) {
   return config;
 }
 
+// Strict field readers: Error naming `source` (the file), the field's path, the expected and the actual value.
+const json& field(const json& object, const char* key, const std::string& path, const std::string& source) {
+  HPCTRAIN_CHECK(object.is_object() && object.contains(key), "{}: missing field '{}'", source, path);
+  return object.at(key);
+}
+
+int64_t get_int(const json& object, const char* key, const std::string& source, int64_t min, int64_t max,
+                const std::string& prefix = "") {
+  const std::string path = prefix + key;
+  const json& value = field(object, key, path, source);
+  HPCTRAIN_CHECK(value.is_number_integer(), "{}: field '{}' has type {} ({}), expected an integer", source, path,
+                 value.type_name(), value.dump());
+  // An unsigned value above INT64_MAX reads as negative here and fails the range check.
+  const int64_t number = value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                             ? -1 : value.get<int64_t>();
+  HPCTRAIN_CHECK(number >= min && number <= max, "{}: field '{}' is {}, expected {} <= value <= {}", source, path,
+                 value.dump(), min, max);
+  return number;
+}
+
+int64_t get_int_or(const json& object, const char* key, const std::string& source, int64_t fallback) {
+  if (!object.contains(key) || object[key].is_null()) return fallback;
+  return get_int(object, key, source, 0, kMaxCount);
+}
+
 template <typename T>
-T get(const json& object, const char* key, const std::string& source) {
-  HPCTRAIN_CHECK(object.is_object() && object.contains(key), "{}: missing key '{}'", source, key);
+T get(const json& object, const char* key, const std::string& source, const std::string& prefix = "") {
+  const json& value = field(object, key, prefix + key, source);
   try {
-    return object.at(key).get<T>();
+    return value.get<T>();
   } catch (const json::exception& e) {
-    fail("{}: key '{}' has the wrong type ({}): {}", source, key, object.at(key).type_name(), e.what());
+    fail("{}: field '{}' has the wrong type ({}): {}", source, prefix + key, value.type_name(), e.what());
   }
+}
+
+double get_number(const json& object, const char* key, const std::string& source, const std::string& prefix = "") {
+  const json& value = field(object, key, prefix + key, source);
+  HPCTRAIN_CHECK(value.is_number() && std::isfinite(value.get<double>()), "{}: field '{}' is {} ({}), expected a finite "
+                 "number", source, prefix + key, value.dump(), value.type_name());
+  return value.get<double>();
 }
 
 json geometry_json(const RunGeometry& g) {
@@ -41,16 +78,17 @@ json geometry_json(const RunGeometry& g) {
 }
 
 RunGeometry geometry_from(const json& j, const std::string& source) {
+  const std::string at = "hpctrain.geometry.";
   RunGeometry g;
-  g.world_size = get<int>(j, "world_size", source);
-  g.per_rank_batch = get<int64_t>(j, "per_rank_batch_size", source);
-  g.accumulation = get<int64_t>(j, "gradient_accumulation_steps", source);
-  g.shuffle = data::parse_shuffle_mode(get<std::string>(j, "shuffle", source));
-  g.seed = get<uint64_t>(j, "seed", source);
-  g.train_examples = get<int64_t>(j, "train_examples", source);
-  g.drop_last = get<bool>(j, "drop_last", source);
-  HPCTRAIN_CHECK(g.world_size >= 1 && g.per_rank_batch >= 1 && g.accumulation >= 1 && g.train_examples >= 1,
-                 "{}: impossible run geometry {}", source, j.dump());
+  g.world_size = static_cast<int>(get_int(j, "world_size", source, 1, 1 << 24, at));
+  g.per_rank_batch = get_int(j, "per_rank_batch_size", source, 1, kMaxCount, at);
+  g.accumulation = get_int(j, "gradient_accumulation_steps", source, 1, kMaxCount, at);
+  g.shuffle = data::parse_shuffle_mode(get<std::string>(j, "shuffle", source, at));
+  const json& seed = field(j, "seed", at + "seed", source);
+  HPCTRAIN_CHECK(seed.is_number_unsigned(), "{}: field '{}seed' is {}, expected an integer >= 0", source, at, seed.dump());
+  g.seed = seed.get<uint64_t>();
+  g.train_examples = get_int(j, "train_examples", source, 1, kMaxCount, at);
+  g.drop_last = get<bool>(j, "drop_last", source, at);
   return g;
 }
 
@@ -126,6 +164,7 @@ json to_json(const TrainerState& s) {
   };
   out["hpctrain"] = {
       {"format", 1},
+      {"run_id", s.run_id},
       {"epoch_index", s.position.epoch},
       {"samples_in_epoch", s.position.samples_in_epoch},
       {"samples_seen", s.samples_seen},
@@ -139,33 +178,61 @@ json to_json(const TrainerState& s) {
   return out;
 }
 
-TrainerState trainer_state_from_json(const json& j, const std::string& source) {
-  TrainerState s;
-  s.global_step = get<int64_t>(j, "global_step", source);
+namespace {
+
+void read_position(const json& h, const std::string& source, TrainerState& s) {
+  const std::string at = "hpctrain.";
+  s.position.epoch = get_int(h, "epoch_index", source, 0, s.global_step, at);  // every epoch takes >= 1 step
+  s.position.samples_in_epoch = get_int(h, "samples_in_epoch", source, 0, s.geometry.padded_epoch_size(), at);
+  s.samples_seen = get_int(h, "samples_seen", source, 0, kMaxCount, at);
+  s.skipped_steps = h.contains("skipped_steps") ? get_int(h, "skipped_steps", source, 0, s.global_step, at) : 0;
+}
+
+void read_schedule(const json& h, const std::string& source, TrainerState& s) {
+  const std::string at = "hpctrain.scheduler.";
+  const json& scheduler = field(h, "scheduler", "hpctrain.scheduler", source);
+  s.schedule.kind = parse_schedule(get<std::string>(scheduler, "kind", source, at));
+  s.schedule.base_lr = get_number(scheduler, "base_lr", source, at);
+  s.schedule.warmup_steps = get_int(scheduler, "warmup_steps", source, 0, kMaxCount, at);
+  s.schedule.total_steps = get_int(scheduler, "total_steps", source, 0, kMaxCount, at);
+}
+
+// The fields Hugging Face's Trainer reads too; `epoch` must agree with hpctrain's exact position.
+void read_hf_fields(const json& j, const std::string& source, TrainerState& s) {
+  s.max_steps = get_int_or(j, "max_steps", source, 0);
+  s.global_step = get_int(j, "global_step", source, 0, kMaxCount);
+  HPCTRAIN_CHECK(s.max_steps == 0 || s.global_step <= s.max_steps, "{}: field 'global_step' {} is beyond max_steps {}",
+                 source, s.global_step, s.max_steps);
+  s.num_train_epochs = get_int_or(j, "num_train_epochs", source, 0);
+  s.logging_steps = get_int_or(j, "logging_steps", source, 0);
+  s.eval_steps = get_int_or(j, "eval_steps", source, 0);
+  s.save_steps = get_int_or(j, "save_steps", source, 0);
   s.log_history = j.value("log_history", json::array());
-  s.max_steps = j.value("max_steps", int64_t{0});
-  s.num_train_epochs = j.value("num_train_epochs", int64_t{0});
-  s.logging_steps = j.value("logging_steps", int64_t{0});
-  s.eval_steps = j.value("eval_steps", int64_t{0});
-  s.save_steps = j.value("save_steps", int64_t{0});
-  if (j.contains("best_metric") && j["best_metric"].is_number()) s.best_metric = j["best_metric"].get<double>();
+  HPCTRAIN_CHECK(s.log_history.is_array(), "{}: field 'log_history' is {}, expected an array", source,
+                 s.log_history.type_name());
+  if (j.contains("best_metric") && !j["best_metric"].is_null()) s.best_metric = get_number(j, "best_metric", source);
   if (j.contains("best_model_checkpoint") && j["best_model_checkpoint"].is_string())
     s.best_model_checkpoint = j["best_model_checkpoint"].get<std::string>();
+}
+
+}  // namespace
+
+TrainerState trainer_state_from_json(const json& j, const std::string& source) {
+  HPCTRAIN_CHECK(j.is_object(), "{}: expected a JSON object, got {}", source, j.type_name());
+  TrainerState s;
+  read_hf_fields(j, source, s);
   HPCTRAIN_CHECK(j.contains("hpctrain"), "{}: no 'hpctrain' object: not written by hpctrain train, so the data position "
                  "is unknown", source);
   const json& h = j["hpctrain"];
-  s.position.epoch = get<int64_t>(h, "epoch_index", source);
-  s.position.samples_in_epoch = get<int64_t>(h, "samples_in_epoch", source);
-  s.samples_seen = get<int64_t>(h, "samples_seen", source);
-  s.skipped_steps = h.value("skipped_steps", int64_t{0});
-  s.geometry = geometry_from(get<json>(h, "geometry", source), source);
-  const json scheduler = get<json>(h, "scheduler", source);
-  s.schedule.kind = parse_schedule(get<std::string>(scheduler, "kind", source));
-  s.schedule.base_lr = get<double>(scheduler, "base_lr", source);
-  s.schedule.warmup_steps = get<int64_t>(scheduler, "warmup_steps", source);
-  s.schedule.total_steps = get<int64_t>(scheduler, "total_steps", source);
-  HPCTRAIN_CHECK(s.global_step >= 0 && s.position.epoch >= 0 && s.position.samples_in_epoch >= 0,
-                 "{}: negative step or position", source);
+  HPCTRAIN_CHECK(h.is_object(), "{}: field 'hpctrain' is {}, expected an object", source, h.type_name());
+  if (h.contains("run_id")) s.run_id = get<std::string>(h, "run_id", source, "hpctrain.");
+  s.geometry = geometry_from(field(h, "geometry", "hpctrain.geometry", source), source);
+  read_position(h, source, s);
+  read_schedule(h, source, s);
+  const double epoch = get_number(j, "epoch", source);
+  HPCTRAIN_CHECK(std::abs(epoch - s.epoch_float()) <= 1e-6 * std::max(1.0, epoch), "{}: field 'epoch' is {}, but "
+                 "hpctrain.epoch_index {} and samples_in_epoch {} of {} give {}", source, j["epoch"].dump(),
+                 s.position.epoch, s.position.samples_in_epoch, s.geometry.padded_epoch_size(), s.epoch_float());
   return s;
 }
 

@@ -8,6 +8,7 @@
 
 #include "fixtures.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/tensor_io.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 
@@ -144,7 +145,7 @@ BOOST_AUTO_TEST_CASE(load_state_names_a_mismatched_checkpoint) {
   Scratch scratch("mismatch");
   Setup s;
   fs::create_directories(scratch / "bad");
-  save_tensor_file(scratch / "bad" / "model.safetensors", TensorMap{{"first.weight", at::zeros({2, 2})}});
+  models::save_tensor_file(scratch / "bad" / "model.safetensors", models::TensorMap{{"first.weight", at::zeros({2, 2})}});
   BOOST_CHECK_EXCEPTION((void)s.acc->load_state(scratch / "bad"), Error, [](const Error& e) {
     const std::string m = e.what();
     return m.find("first.weight") != std::string::npos && m.find("missing 'second.bias'") != std::string::npos;

@@ -7,6 +7,7 @@
 #include <c10/core/ScalarType.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ namespace hpctrain::ddp {
 // passes the same shapes and dtypes in the same order (see check_same_structure); a different tensor
 // count or byte total is an error on every rank.
 void broadcast_parameters(dist::Comm& comm, const std::vector<at::Tensor>& tensors, int root = 0);
+
+// `tensors` (CPU) as held by `root` arrive on every rank: names, shapes and dtypes first, then the bytes
+// through broadcast_parameters. Other ranks' input is ignored (a checkpoint read on rank 0).
+[[nodiscard]] std::map<std::string, at::Tensor> broadcast_tensors(dist::Comm& comm,
+                                                                  const std::map<std::string, at::Tensor>& tensors,
+                                                                  int root = 0);
 
 // Throws hpctrain::Error on every rank when the ranks' (name, shape, dtype) lists differ, naming the
 // first entry that differs, the ranks, and both versions. Costs one 8-byte allgather when they agree.

@@ -112,11 +112,15 @@ class Accelerator {
   // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): a SequenceClassifier as
   // save_pretrained (config.json, model.safetensors, tokenizer files), any other module as
   // model.safetensors; optimizer.safetensors when one is registered; trainer_state.json when
-  // `trainer_state` is not null. Returns after every rank knows the folder is complete.
+  // `trainer_state` is not null; last checksums.sha256 (Note [Verified checkpoints]). Returns after
+  // every rank knows the folder is complete.
   void save_state(const std::filesystem::path& dir, const nlohmann::json& trainer_state = nullptr);
-  // Collective. Rank 0 reads `dir`, every rank receives: the model's weights and buffers (strict) and
-  // the optimizer's state when registered. Returns trainer_state.json (null when absent).
+  // Collective. Rank 0 verifies `dir` against its checksums.sha256 (Error naming a corrupt file on every
+  // rank), then load_tensors(dir). Returns trainer_state.json (null when absent).
   nlohmann::json load_state(const std::filesystem::path& dir);
+  // Collective. Rank 0 reads `dir`, every rank receives: the model's weights and buffers (strict) and
+  // the optimizer's state when registered. No verification: for callers that verified `dir` already.
+  void load_tensors(const std::filesystem::path& dir);
   // Tokenizer files save_state copies into model folders.
   void set_tokenizer_files(std::vector<std::filesystem::path> files) { tokenizer_files_ = std::move(files); }
 

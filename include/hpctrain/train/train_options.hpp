@@ -54,7 +54,8 @@ struct TrainOptions {
   std::filesystem::path output;            // run folder: checkpoint-STEP/, final/, metrics.jsonl
   int64_t save_steps = 0;                  // steps between checkpoints; 0 = at the end of every epoch
   int64_t save_total_limit = 0;            // newest checkpoints kept; 0 = all
-  std::string resume;                      // "" (fresh), "auto" (newest complete checkpoint) or a folder
+  std::string resume;                      // "" (fresh), "auto" (newest intact checkpoint of this run) or a folder
+  bool overwrite_output_dir = false;       // start a new run in a folder holding another's (Note [One run per folder])
   int64_t eval_steps = 0;                  // steps between evaluations; 0 = at the end of every epoch
 
   // ---- Logging ----

@@ -57,13 +57,16 @@ struct TrainerState {
   std::optional<double> best_metric;   // highest eval_accuracy so far
   std::string best_model_checkpoint;   // checkpoint saved at that evaluation's step, if any
   nlohmann::json log_history = nlohmann::json::array();  // HF entries: {"step","epoch","loss",...}
+  std::string run_id;                  // the run that wrote it (run_folder.hpp, Note [One run per folder])
 
   // Hugging Face's fractional epoch: epoch + samples_in_epoch / padded_epoch_size.
   [[nodiscard]] double epoch_float() const;
 };
 
 [[nodiscard]] nlohmann::json to_json(const TrainerState& state);
-// Error naming `source` and the missing or mistyped key.
+// Every field validated (type and range: a step within max_steps, an epoch index within the steps taken, a
+// position within the epoch, `epoch` equal to the exact position); Error naming `source` (the file), the
+// field, the expected and the actual value.
 [[nodiscard]] TrainerState trainer_state_from_json(const nlohmann::json& json, const std::string& source);
 
 // Where and how a run starts.
