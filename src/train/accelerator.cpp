@@ -16,6 +16,7 @@
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
+#include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -221,7 +222,7 @@ nlohmann::json Accelerator::load_state(const fs::path& dir) {
                                          [&] { return load_tensor_file(dir / kOptimizerName); });
     optimizer_->load_state_dict(std::map<std::string, at::Tensor>(state.begin(), state.end()));
   }
-  return state_text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(state_text);
+  return state_text.empty() ? nlohmann::json(nullptr) : io::parse_json_text(state_text, (dir / kTrainerStateName).string());
 }
 
 void Accelerator::print_line(const std::string& line) { log::write_info(line); }

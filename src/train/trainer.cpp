@@ -23,6 +23,7 @@
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
+#include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -103,8 +104,15 @@ void Run::set_up() {
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
   const auto [resume_dir, resume_text] = find_resume_point(comm, options);
+  // Only the default evaluation split is optional (`hpctrain train --help`).
+  HPCTRAIN_CHECK(!options.eval_split_required || dataset->has_split(options.eval_split),
+                 "--eval-split '{}': '{}' has no such split; it has: {}", options.eval_split, options.data.string(),
+                 fmt::join(dataset->splits(), ", "));
   TrainerState saved;
-  if (!resume_dir.empty()) saved = trainer_state_from_json(nlohmann::json::parse(resume_text), resume_dir);
+  if (!resume_dir.empty()) {
+    const std::string state_file = (resume_dir / kTrainerStateName).string();
+    saved = trainer_state_from_json(io::parse_json_text(resume_text, state_file), resume_dir);
+  }
   RunGeometry requested;
   requested.world_size = comm.world_size(), requested.per_rank_batch = options.batch_size;
   requested.accumulation = options.gradient_accumulation_steps, requested.shuffle = options.shuffle;
@@ -299,7 +307,8 @@ void Run::after_step(bool epoch_ended) {
 }
 
 void Run::evaluate_now() {
-  last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device());
+  last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device(),
+                       options.skip_nonfinite ? NonFinite::count : NonFinite::fail);
   last_eval_step = state.global_step;
   state.log_history.push_back(report->add_eval(state.global_step, state.epoch_float(), last_eval->metrics));
   best_is_current = !state.best_metric || last_eval->metrics.accuracy > *state.best_metric;
