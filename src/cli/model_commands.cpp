@@ -17,6 +17,7 @@
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/output_check.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/evaluation.hpp"
 #include "hpctrain/train/run_agreement.hpp"
@@ -84,18 +85,7 @@ struct Loaded {
   at::Device device{at::kCPU};
 };
 
-Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
-  HPCTRAIN_CHECK(options.batch_size > 0, "--batch-size must be positive, got {}", options.batch_size);
-  HPCTRAIN_CHECK(options.cache_mb > 0, "--cache-mb must be positive, got {}", options.cache_mb);
-  train::set_threads(options.threads > 0 ? options.threads : train::default_threads_per_rank(comm.local_size()));
-  Loaded loaded;
-  loaded.device = train::select_device(options.device, comm.local_rank());
-  auto pretrained = models::from_pretrained(options.model);
-  const std::string report = pretrained.report.summary();
-  if (!pretrained.report.newly_initialized.empty())
-    log::warning("{}: the classification head is not in the checkpoint; its predictions are random\n{}", options.model, report);
-  loaded.model = pretrained.model;
-  loaded.model->to(loaded.device);
+loader::LoaderOptions split_loader_options(const ModelDataOptions& options, dist::Comm& comm) {
   loader::LoaderOptions loader_options;
   loader_options.split = options.split;
   loader_options.batch_size = options.batch_size;
@@ -103,15 +93,44 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
   loader_options.cache_bytes = options.cache_mb << 20;
   loader_options.rank = comm.rank();
   loader_options.world_size = comm.world_size();
-  loaded.loader = std::make_unique<loader::ShardLoader>(options.data, loader_options);
+  return loader_options;
+}
+
+// The dataset and the model's config are checked against each other (Note [Model fits the dataset]) before
+// the weights are read; then the weights must be finite. Collective: every rank fails together.
+Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
+  HPCTRAIN_CHECK(options.batch_size > 0, "--batch-size must be positive, got {}", options.batch_size);
+  HPCTRAIN_CHECK(options.cache_mb > 0, "--cache-mb must be positive, got {}", options.cache_mb);
+  train::set_threads(options.threads > 0 ? options.threads : train::default_threads_per_rank(comm.local_size()));
+  Loaded loaded;
+  dist::run_collectively(comm, "loading the model and the dataset", [&] {
+    loaded.device = train::select_device(options.device, comm.local_rank());
+    loaded.loader = std::make_unique<loader::ShardLoader>(options.data, split_loader_options(options, comm));
+    train::check_model_fits_dataset(io::HfConfig::load(options.model), options.model, loaded.loader->reader(),
+                                    {options.split}, /*check_labels=*/true);
+    auto pretrained = models::from_pretrained(options.model);
+    if (!pretrained.report.newly_initialized.empty())
+      log::warning("{}: the classification head is not in the checkpoint; its predictions are random\n{}", options.model,
+                   pretrained.report.summary());
+    train::check_finite_weights(*pretrained.model, options.model);
+    loaded.model = pretrained.model;
+    loaded.model->to(loaded.device);
+  });
   const auto& dataset_labels = loaded.loader->reader().label_names();
-  HPCTRAIN_CHECK(static_cast<int64_t>(dataset_labels.size()) == loaded.model->num_labels(),
-                 "{} has {} labels but the model in {} has {} (config.json id2label)", options.data, dataset_labels.size(),
-                 options.model, loaded.model->num_labels());
   if (dataset_labels != loaded.model->config().common.id2label)
     log::warning("label names differ: dataset {} vs model {}; using the model's", fmt::join(dataset_labels, ","),
                  fmt::join(loaded.model->config().common.id2label, ","));
   return loaded;
+}
+
+// Runs `work`; an Error gets the model and the split of the dataset in front.
+template <typename Work>
+auto with_context(const ModelDataOptions& options, Work&& work) {
+  try {
+    return work();
+  } catch (const Error& error) {
+    fail("{} on split '{}' of {}: {}", options.model, options.split, options.data, error.what());
+  }
 }
 
 std::string format_metrics(const train::EvaluationResult& result, const std::vector<std::string>& names) {
@@ -154,7 +173,7 @@ int eval_command(const Args& args, dist::Comm& comm) {
     return 0;
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
-  const auto result = train::evaluate(*loaded.model, *loaded.loader, comm, loaded.device);
+  const auto result = with_context(options, [&] { return train::evaluate(*loaded.model, *loaded.loader, comm, loaded.device); });
   if (!comm.is_main_process()) return 0;
   const auto& names = loaded.model->config().common.id2label;
   if (json) std::cout << train::metrics_to_json(result.metrics, result.matrix, names).dump(2) << "\n";
@@ -182,7 +201,7 @@ int predict_command(const Args& args, dist::Comm& comm) {
     output = io::check_output_file(output, inputs, overwrite).string();
   });
   Loaded loaded = load_model_and_data(options, comm);
-  const auto predictions = train::predict(*loaded.model, *loaded.loader, comm, loaded.device);
+  const auto predictions = with_context(options, [&] { return train::predict(*loaded.model, *loaded.loader, comm, loaded.device); });
   if (!comm.is_main_process()) return 0;
   const int64_t n = loaded.loader->num_examples();
   HPCTRAIN_CHECK(static_cast<int64_t>(predictions.size()) == n, "gathered {} predictions for {} examples", predictions.size(), n);

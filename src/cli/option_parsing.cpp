@@ -1,34 +1,83 @@
+// Shared option parsing of the subcommands: flags, positional words, --help and --config FILE.
 #include "option_parsing.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "hpctrain/core/error.hpp"
 
 namespace hpctrain::cli {
+namespace {
+
+// Positional words beyond the declared ones land here, so that they are reported by name.
+constexpr const char* kStrayWords = "stray-words";
+
+// The option `word` follows in args (the one a stray value most likely belongs to), or "".
+std::string option_before(const std::vector<std::string>& args, const std::string& word) {
+  const auto at = std::find(args.begin(), args.end(), word);
+  for (auto it = at; it != args.begin();)
+    if ((--it)->rfind("-", 0) == 0) return *it;
+  return "";
+}
+
+// A word that is neither an option, an option's value nor a declared positional argument is an error:
+// Program_options would drop it, so `--skip-nonfinite false` would turn skipping ON.
+void reject_stray_words(const po::parsed_options& parsed, const std::vector<std::string>& args) {
+  for (const po::option& option : parsed.options) {
+    const bool stray = option.string_key.empty() || option.string_key == kStrayWords;
+    if (!stray || option.original_tokens.empty()) continue;
+    const std::string& word = option.original_tokens.front();
+    const std::string before = option_before(args, word);
+    fail(
+        "unexpected word '{}'{}: every option takes at most one value, and switches take none (write "
+        "--flag, not --flag true/false)",
+        word, before.empty() ? "" : fmt::format(" after {}", before));
+  }
+}
+
+void read_config_file(const std::string& path, po::options_description& options, po::variables_map& values) {
+  std::error_code error;
+  HPCTRAIN_CHECK(std::filesystem::exists(path, error), "--config '{}': no such file", path);
+  HPCTRAIN_CHECK(std::filesystem::is_regular_file(path, error),
+                 "--config '{}' is not a regular file (a directory?): "
+                 "expected a file of `key = value` lines",
+                 path);
+  std::ifstream file(path);
+  HPCTRAIN_CHECK(file.good(), "--config '{}' cannot be opened", path);
+  try {
+    po::store(po::parse_config_file(file, options), values);
+  } catch (const po::error& e) {
+    fail("--config '{}': {}", path, e.what());
+  }
+}
+
+}  // namespace
 
 bool parse_options(const std::vector<std::string>& args, const std::string& usage, po::options_description& options,
                    po::variables_map& values, const po::positional_options_description* positional) {
   po::options_description general("General");
-  general.add_options()("help,h", "show this help")("config", po::value<std::string>(),
-                                                    "read options from a file of `key = value` lines (command line wins)");
-  po::options_description all;
-  all.add(options).add(general);
+  general.add_options()("help,h", "show this help")(
+      "config", po::value<std::string>(), "read options from a file of `key = value` lines (command line wins)");
+  po::options_description stray;
+  stray.add_options()(kStrayWords, po::value<std::vector<std::string>>());
+  po::options_description all, visible;
+  all.add(options).add(general).add(stray);
+  visible.add(options).add(general);
+  po::positional_options_description words = positional ? *positional : po::positional_options_description();
+  words.add(kStrayWords, -1);
   try {
     po::command_line_parser parser(args);
-    parser.options(all);
-    if (positional) parser.positional(*positional);
-    po::store(parser.run(), values);
+    parser.options(all).positional(words);
+    const po::parsed_options parsed = parser.run();
+    reject_stray_words(parsed, args);
+    po::store(parsed, values);
     if (values.count("help")) {
-      std::cout << usage << "\n\n" << all << "\n";
+      std::cout << usage << "\n\n" << visible << "\n";
       return false;
     }
-    if (values.count("config")) {
-      const std::string path = values["config"].as<std::string>();
-      std::ifstream file(path);
-      HPCTRAIN_CHECK(file.good(), "--config '{}' cannot be opened", path);
-      po::store(po::parse_config_file(file, options), values);
-    }
+    if (values.count("config")) read_config_file(values["config"].as<std::string>(), options, values);
     po::notify(values);
   } catch (const po::error& e) {
     fail("{}\n  usage: {}\n  hint: run with --help to list the options", e.what(), usage);

@@ -23,7 +23,9 @@ po::options_description data_group(train::TrainOptions& o, Texts& t) {
   g.add_options()
       ("data", po::value(&t.data)->required(), "dataset file written by `hpctrain prep` (.h5)")
       ("train-split", po::value(&o.train_split)->default_value(o.train_split), "split to train on")
-      ("eval-split", po::value(&o.eval_split)->default_value(o.eval_split), "split to evaluate on (skipped if absent)")
+      ("eval-split", po::value(&o.eval_split)->default_value(o.eval_split),
+       "split to evaluate on; the default is skipped when the file has no validation split, an explicit "
+       "--eval-split must exist in the file")
       ("shuffle", po::value(&t.shuffle)->default_value(t.shuffle),
        "shard | global | none; global gives the same global batches on any number of ranks (exact resume on a "
        "different number of ranks)")
@@ -126,6 +128,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.shuffle = data::parse_shuffle_mode(texts.shuffle);
   options.overlap = parse_on_off(texts.overlap, "overlap");
   options.progress = values.count("no-progress") == 0;
+  options.eval_split_required = !values["eval-split"].defaulted();
   (void)train::run_training(comm, options);
   return 0;
 }

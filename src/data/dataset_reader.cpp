@@ -58,7 +58,12 @@ std::vector<T> read_vector(const h5::Handle& dataset, int64_t begin, int64_t end
 
 // ---- content checks: each names the dataset, the index in it, expected and actual ----
 
-// offsets[k] belongs to example first + k: every value in [0, num_tokens], non-decreasing.
+// Note [Examples have tokens]
+// Every example holds at least one token: the writer refuses an empty one (DatasetWriter::append_text) and
+// the reader rejects a file that has one, naming the split and the example, because a batch of only empty
+// examples has no position 0 to classify from ("index 0 out of range" deep in training).
+
+// offsets[k] belongs to example first + k: every value in [0, num_tokens], strictly increasing.
 void check_offsets(const OpenSplit& split, const std::vector<int64_t>& offsets, int64_t first) {
   const int64_t num_tokens = split.info.num_tokens;
   for (size_t k = 0; k < offsets.size(); ++k) {
@@ -67,6 +72,9 @@ void check_offsets(const OpenSplit& split, const std::vector<int64_t>& offsets, 
                    split.at(schema::kOffsets), index, offsets[k], num_tokens);
     HPCTRAIN_CHECK(k == 0 || offsets[k] >= offsets[k - 1], "{}[{}] = {} < offsets[{}] = {}: offsets must be non-decreasing",
                    split.at(schema::kOffsets), index, offsets[k], index - 1, offsets[k - 1]);
+    HPCTRAIN_CHECK(k == 0 || offsets[k] > offsets[k - 1], "{}: example {} has no tokens (offsets[{}] = offsets[{}] = {}): "
+                   "expected at least one token per example\n  hint: rewrite the file with `hpctrain prep`, which "
+                   "never writes empty examples", split.where, index - 1, index - 1, index, offsets[k]);
   }
 }
 
@@ -141,6 +149,19 @@ Examples read_by_runs(const OpenSplit& split, const std::vector<int64_t>& indice
   return out;
 }
 
+// Runs `work`; an Error that does not name `path` yet gets it in front (HDF5 call failures name only the
+// call, and a damaged file can fail in any of them).
+template <typename Work>
+auto naming_file(const std::filesystem::path& path, Work&& work) {
+  try {
+    return work();
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    if (message.find(path.string()) != std::string::npos) throw;
+    fail("{}: {}", path.string(), message);
+  }
+}
+
 }  // namespace
 
 struct DatasetReader::Impl {
@@ -157,6 +178,7 @@ struct DatasetReader::Impl {
 
   void read_root_attributes();
   const OpenSplit& split(const std::string& name) const;
+  OpenSplit open_split(const std::string& name) const;
   void open_text(OpenSplit& split) const;
   void open_images(OpenSplit& split) const;
   TextExamples read_text(const OpenSplit& split, int64_t begin, int64_t end) const;
@@ -207,6 +229,11 @@ void DatasetReader::Impl::read_root_attributes() {
 const OpenSplit& DatasetReader::Impl::split(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mutex);
   if (auto found = open_splits.find(name); found != open_splits.end()) return found->second;
+  OpenSplit opened = naming_file(path, [&] { return open_split(name); });
+  return open_splits.emplace(name, std::move(opened)).first->second;
+}
+
+OpenSplit DatasetReader::Impl::open_split(const std::string& name) const {
   if (!is_known_split(name) || !h5::has_link(file.get(), name)) {
     std::vector<std::string> available;
     for (auto known : schema::kSplitNames) {
@@ -229,7 +256,7 @@ const OpenSplit& DatasetReader::Impl::split(const std::string& name) const {
   } else {
     open_images(split);
   }
-  return open_splits.emplace(name, std::move(split)).first->second;
+  return split;
 }
 
 void DatasetReader::Impl::open_text(OpenSplit& split) const {
@@ -308,7 +335,7 @@ ImageExamples DatasetReader::Impl::read_images(const OpenSplit& split, int64_t b
 DatasetReader::DatasetReader(const std::filesystem::path& path) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   impl_->file = h5::open_file(path);
-  impl_->read_root_attributes();
+  naming_file(path, [&] { impl_->read_root_attributes(); });
 }
 
 DatasetReader::~DatasetReader() = default;

@@ -110,6 +110,9 @@ void DatasetWriter::State::check_labels(const std::vector<int64_t>& labels,
 
 void DatasetWriter::State::check_tokens(const TextExamples& piece) const {
   for (int64_t example = 0; example < piece.size(); ++example) {
+    // Note [Examples have tokens] (dataset_reader.cpp).
+    HPCTRAIN_CHECK(piece.length(example) > 0, "split '{}', example {} (source row {}): no tokens; every example needs "
+                   "at least one", split->name, split->num_examples + example, piece.source_index[static_cast<size_t>(example)]);
     for (int64_t t = piece.offsets[example]; t < piece.offsets[example + 1]; ++t) {
       const int32_t id = piece.input_ids[t];
       HPCTRAIN_CHECK(id >= 0 && id < vocab_size,

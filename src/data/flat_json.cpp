@@ -36,6 +36,26 @@ int utf8_sequence_length(const unsigned char* p, const unsigned char* end) {
   return 0;
 }
 
+// Length of the maximal subpart of the ill-formed sequence at p (Unicode's "substitution of maximal subparts",
+// as Python's errors="replace"): the lead byte and the continuation bytes a valid sequence could go on with.
+int invalid_subpart_length(const unsigned char* p, const unsigned char* end) {
+  const unsigned char lead = p[0];
+  int continuations = 0;
+  unsigned char low = 0x80, high = 0xBF;
+  if (lead >= 0xC2 && lead < 0xE0) {
+    continuations = 1;
+  } else if (lead >= 0xE0 && lead < 0xF0) {
+    continuations = 2, low = lead == 0xE0 ? 0xA0 : 0x80, high = lead == 0xED ? 0x9F : 0xBF;
+  } else if (lead >= 0xF0 && lead < 0xF5) {
+    continuations = 3, low = lead == 0xF0 ? 0x90 : 0x80, high = lead == 0xF4 ? 0x8F : 0xBF;
+  }
+  int length = 1;
+  while (length <= continuations && p + length < end && p[length] >= low && p[length] <= high) {
+    ++length, low = 0x80, high = 0xBF;
+  }
+  return length;
+}
+
 void append_utf8(std::string& out, std::uint32_t code_point) {
   if (code_point < 0x80) {
     out.push_back(static_cast<char>(code_point));
@@ -251,6 +271,25 @@ class FlatObjectScanner {
 };
 
 }  // namespace
+
+bool replace_invalid_utf8(std::string_view text, std::string& out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const auto* end = p + text.size();
+  bool replaced = false;
+  out.clear();
+  while (p < end) {
+    const int valid = *p < 0x80 ? 1 : utf8_sequence_length(p, end);
+    if (valid > 0) {
+      out.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(valid));
+      p += valid;
+      continue;
+    }
+    append_utf8(out, 0xFFFD);
+    p += invalid_subpart_length(p, end);
+    replaced = true;
+  }
+  return replaced;
+}
 
 bool parse_flat_object(std::string_view line, const std::vector<std::string>& field_names,
                        std::vector<std::optional<std::string>>& fields) {

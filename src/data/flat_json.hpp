@@ -19,4 +19,8 @@ namespace hpctrain::data::detail {
 [[nodiscard]] bool parse_flat_object(std::string_view line, const std::vector<std::string>& field_names,
                                      std::vector<std::optional<std::string>>& fields);
 
+// Copies `text` to `out` with each maximal ill-formed UTF-8 subsequence replaced by U+FFFD (EF BF BD), exactly as
+// Python's bytes.decode("utf-8", errors="replace"); returns whether anything was replaced.
+bool replace_invalid_utf8(std::string_view text, std::string& out);
+
 }  // namespace hpctrain::data::detail

@@ -158,7 +158,12 @@ Handle open_file(const std::filesystem::path& path) {
   H5Eclear2(H5E_DEFAULT);
   HPCTRAIN_CHECK(is_hdf5 > 0, "{}: not an HDF5 file (expected a dataset file written by `hpctrain prep`)",
                  path.string());
-  return Handle(HPCTRAIN_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  try {
+    return Handle(HPCTRAIN_H5_CHECK(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT)));
+  } catch (const Error& call_error) {
+    fail("{}: cannot open the HDF5 file (truncated or damaged? rewrite it with `hpctrain prep`): {}", path.string(),
+         call_error.what());
+  }
 }
 
 Handle open_file_for_update(const std::filesystem::path& path) {

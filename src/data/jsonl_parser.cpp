@@ -148,9 +148,16 @@ Scan JsonlParser::parse(const char* begin, const char* end, bool at_eof, TextRec
   }
 
   record.error.clear();
-  const std::string_view line(begin, static_cast<std::size_t>(line_end - begin));
+  record.replaced_invalid_utf8 = false;
+  std::string_view line(begin, static_cast<std::size_t>(line_end - begin));
   if (parse_flat_object(line, field_names_, record.fields)) return scan;
-
+  // Invalid UTF-8 reads as U+FFFD, as in CSV files (README "Invalid UTF-8"); then the line is parsed again.
+  std::string replaced;
+  if (replace_invalid_utf8(line, replaced)) {
+    record.replaced_invalid_utf8 = true;
+    line = replaced;
+    if (parse_flat_object(line, field_names_, record.fields)) return scan;
+  }
   // Not a flat object, or not valid JSON: nlohmann decides, and words the error (Note [Flat JSON fast path]).
   extract_with_nlohmann(line, field_names_, record);
   return scan;

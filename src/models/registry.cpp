@@ -4,6 +4,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/bert.hpp"
 #include "hpctrain/models/distilbert.hpp"
+#include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/vision.hpp"
 
 #include <fmt/format.h>
@@ -48,6 +49,7 @@ std::shared_ptr<SequenceClassifier> from_config(const io::HfConfig& config) {
   const auto it = table.find(config.model_type());
   HPCTRAIN_CHECK(it != table.end(), "config.json model_type \"{}\" has no model in hpctrain; known model types: {}",
                  config.model_type(), fmt::join(known_model_types(), ", "));
+  check_model_fits_host(config, 1, config.source(), "building the model");  // Note [Size before building]
   return it->second(config);
 }
 

@@ -29,6 +29,7 @@ struct RawExample {
   std::string pair;
   std::string label;
   int64_t source_index = 0;
+  bool replaced_invalid_utf8 = false;  // JSONL: the reader already replaced invalid UTF-8 by U+FFFD
 };
 
 struct RawSplit {
@@ -76,6 +77,7 @@ class RowReader {
     example.label = std::move(*record.fields[1]);
     if (record.fields.size() > 2) example.pair = std::move(*record.fields[2]);
     example.source_index = record.row;
+    example.replaced_invalid_utf8 = record.replaced_invalid_utf8;
     if (is_blank(example.text)) return reject(path, record, "empty text", fmt::format("empty text in field '{}'", options_.text_field));
     if (record.fields.size() > 2 && is_blank(example.pair))
       return reject(path, record, "empty text", fmt::format("empty text in field '{}'", options_.text_pair_field));
@@ -144,7 +146,7 @@ data::TextExamples tokenize_split(const RawSplit& split, const tokenize::BertTok
           const RawExample& row = split.rows[i];
           // The tokenizer reads invalid UTF-8 as U+FFFD (then drops it); here we only count such rows.
           const bool valid = tokenize::utf8::is_valid(row.text) && (!pairs || tokenize::utf8::is_valid(row.pair));
-          piece.invalid_utf8 += valid ? 0 : 1;
+          piece.invalid_utf8 += valid && !row.replaced_invalid_utf8 ? 0 : 1;
           tokenizer.encode_into(row.text, pairs ? std::optional<std::string_view>(row.pair) : std::nullopt, max_length,
                                 encoding);
           piece.truncated += encoding.truncated ? 1 : 0;

@@ -18,6 +18,7 @@
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
+#include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 #include "hpctrain/models/weights.hpp"
@@ -220,7 +221,7 @@ nlohmann::json Accelerator::load_state(const fs::path& dir) {
   });
   comm_.broadcast_string(state_text, 0);
   load_tensors(dir);
-  return state_text.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(state_text);
+  return state_text.empty() ? nlohmann::json(nullptr) : io::parse_json_text(state_text, (dir / kTrainerStateName).string());
 }
 
 void Accelerator::load_tensors(const fs::path& dir) {

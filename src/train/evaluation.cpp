@@ -1,11 +1,14 @@
+// evaluate() and predict() over a split on every rank; non-finite logits fail on every rank (evaluation.hpp).
 #include "hpctrain/train/evaluation.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -25,6 +28,40 @@ at::Tensor on(const at::Tensor& tensor, const at::Device& device) {
   return tensor.defined() ? tensor.to(device) : tensor;
 }
 
+// Examples whose logits hold NaN/Inf, counted per rank and then over all ranks.
+struct NonFiniteRows {
+  int64_t examples = 0;
+  int64_t first = std::numeric_limits<int64_t>::max();  // smallest example index (position in the split)
+};
+
+// Counts the rows of `logits` [rows, labels] with a non-finite value; `example_index` [rows] names them.
+// Returns the mask of the finite rows.
+at::Tensor note_nonfinite(const at::Tensor& logits, const at::Tensor& example_index, NonFiniteRows& seen) {
+  const at::Tensor finite = at::isfinite(logits).all(1);
+  const at::Tensor bad = finite.logical_not();
+  const int64_t count = bad.sum().item<int64_t>();
+  if (count > 0) {
+    seen.examples += count;
+    seen.first = std::min(seen.first, example_index.index({bad}).min().item<int64_t>());
+  }
+  return finite;
+}
+
+// Collective. Every rank reduces the same counts and so takes the same decision: all ranks throw the same
+// Error or none does (the agreement Note [Agree on the first failure] asks for, with global figures).
+// Returns the number of such examples over all ranks (with `policy` count).
+int64_t agree_on_nonfinite(dist::Comm& comm, NonFiniteRows seen, const char* what, NonFinite policy) {
+  seen.examples = comm.allreduce_value(seen.examples);
+  seen.first = comm.allreduce_value(seen.first, dist::ReduceOp::min);
+  HPCTRAIN_CHECK(seen.examples == 0 || policy == NonFinite::count, "{}: the model gave NaN/Inf logits for {} "
+                 "example(s) of the split (the first is example {})\n  hint: the weights in MODEL hold NaN/Inf values "
+                 "or overflow: inspect them, or use an earlier checkpoint", what, seen.examples, seen.first);
+  if (seen.examples > 0)
+    log::warning("{}: {} example(s) gave NaN/Inf logits (the first is example {}); they are left out of the metrics",
+                 what, seen.examples, seen.first);
+  return seen.examples;
+}
+
 }  // namespace
 
 models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device& device) {
@@ -38,31 +75,35 @@ models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device
 }
 
 EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
-                          const at::Device& device) {
+                          const at::Device& device, NonFinite policy) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   ConfusionMatrix matrix(model.num_labels());
   double loss_sum = 0;
+  NonFiniteRows nonfinite;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     models::ModelInputs inputs = to_model_inputs(*batch, device);
     inputs.labels = at::Tensor();  // per-example losses below, not the model's batch mean
     const at::Tensor logits = model.forward(inputs).logits.to(at::kFloat).cpu();
-    const at::Tensor keep = batch->is_padding.logical_not();
+    HPCTRAIN_CHECK(logits.size(1) == model.num_labels(), "the model gives {} logits but has {} labels", logits.size(1),
+                   model.num_labels());
+    const at::Tensor kept = batch->is_padding.logical_not();
+    const at::Tensor finite = note_nonfinite(logits.index({kept}), batch->example_index.index({kept}), nonfinite);
+    const at::Tensor keep = kept.clone().index_put_({kept}, finite);
     const at::Tensor labels = batch->labels.index({keep});
     const at::Tensor kept_logits = logits.index({keep});
     if (labels.numel() == 0) continue;
-    HPCTRAIN_CHECK(kept_logits.size(1) == model.num_labels(), "the model gives {} logits but has {} labels",
-                   kept_logits.size(1), model.num_labels());
     loss_sum += at::cross_entropy_loss(kept_logits, labels, {}, at::Reduction::Sum).item<double>();
     const at::Tensor predicted = kept_logits.argmax(1);
     const auto* label = labels.data_ptr<int64_t>();
     const auto* guess = predicted.data_ptr<int64_t>();
     for (int64_t i = 0; i < labels.numel(); ++i) matrix.add(label[i], guess[i]);
   }
+  const int64_t nonfinite_examples = agree_on_nonfinite(comm, nonfinite, "evaluation", policy);
   comm.allreduce(matrix.counts().data(), matrix.counts().size());
   comm.allreduce(&loss_sum, 1);
-  EvaluationResult result{matrix, compute_metrics(matrix)};
+  EvaluationResult result{matrix, compute_metrics(matrix), nonfinite_examples};
   result.metrics.loss = result.metrics.examples > 0 ? loss_sum / static_cast<double>(result.metrics.examples) : 0.0;
   return result;
 }
@@ -74,11 +115,14 @@ std::vector<Prediction> predict(models::SequenceClassifier& model, loader::Shard
   const int64_t k = model.num_labels();
   // Rows of [index, label, logits...] as doubles (exact for indices below 2^53), for one allgather.
   std::vector<double> rows;
+  NonFiniteRows nonfinite;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     models::ModelInputs inputs = to_model_inputs(*batch, device);
     inputs.labels = at::Tensor();
     const at::Tensor logits = model.forward(inputs).logits.to(at::kFloat).cpu().contiguous();
+    const at::Tensor kept = batch->is_padding.logical_not();
+    (void)note_nonfinite(logits.index({kept}), batch->example_index.index({kept}), nonfinite);
     for (int64_t i = 0; i < batch->size(); ++i) {
       if (batch->is_padding[i].item<bool>()) continue;
       rows.push_back(static_cast<double>(batch->example_index[i].item<int64_t>()));
@@ -87,6 +131,7 @@ std::vector<Prediction> predict(models::SequenceClassifier& model, loader::Shard
       rows.insert(rows.end(), row, row + k);
     }
   }
+  (void)agree_on_nonfinite(comm, nonfinite, "prediction", NonFinite::fail);
   // Variable sizes: agree on the largest, pad, gather, trim.
   const auto counts = comm.allgather_value<int64_t>(static_cast<int64_t>(rows.size()));
   const int64_t longest = *std::max_element(counts.begin(), counts.end());

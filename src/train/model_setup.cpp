@@ -8,10 +8,12 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/tokenize/vocab.hpp"
+#include "hpctrain/train/compatibility.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -41,22 +43,11 @@ io::HfConfig load_config(const TrainOptions& options, const data::DatasetReader&
   return io::HfConfig::load(options.model_config);
 }
 
-// The dataset's token ids must be valid rows of the model's embedding.
-void check_fits_dataset(const io::HfConfig& config, const data::DatasetReader& dataset, const std::string& source) {
-  if (!is_text(dataset)) {
-    HPCTRAIN_CHECK(config.model_type() != "distilbert" && config.model_type() != "bert",
-                   "{}: model_type '{}' is a text model, but '{}' is an image dataset", source, config.model_type(),
-                   dataset.path().string());
-    return;
-  }
-  int64_t vocab = 0;
-  if (config.model_type() == "distilbert") vocab = config.distilbert().vocab_size;
-  else if (config.model_type() == "bert") vocab = config.bert().vocab_size;
-  else fail("{}: model_type '{}' is not a text model, but '{}' is a text dataset", source, config.model_type(),
-            dataset.path().string());
-  HPCTRAIN_CHECK(dataset.vocab_size() <= vocab, "{}: vocab_size {} is smaller than the dataset's tokenizer ({} tokens): "
-                 "token ids would fall outside the embedding\n  hint: prepare the data with this model's tokenizer",
-                 source, vocab, dataset.vocab_size());
+// The splits training reads: the train split and the evaluation split when the file has it.
+std::vector<std::string> used_splits(const TrainOptions& options, const data::DatasetReader& dataset) {
+  std::vector<std::string> splits{options.train_split};
+  if (dataset.has_split(options.eval_split) && options.eval_split != options.train_split) splits.push_back(options.eval_split);
+  return splits;
 }
 
 // Labels come from the dataset; returns true when the head changes size. `pretrained`: weights will be loaded.
@@ -149,14 +140,17 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   ModelSetup setup;
   const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
   io::HfConfig config = load_config(options, dataset);
-  check_fits_dataset(config, dataset, source);
+  check_model_fits_dataset(config, source, dataset, used_splits(options, dataset), /*check_labels=*/false);
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
+  // Note [Size before building]: training holds weights, gradients and two AdamW moments.
+  models::check_model_fits_host(config, 4, source, "training (weights, gradients, two AdamW moments)");
   torch::manual_seed(options.seed);
   setup.model = models::from_config(config);
   if (!options.model_dir.empty()) {
     models::StateDict weights = models::read_weights(options.model_dir);
     if (resized) drop_resized_head(*setup.model, weights);
     const models::LoadReport report = models::load_state_dict(*setup.model, weights, options.model_dir.string());
+    check_finite_weights(*setup.model, options.model_dir.string());
     const std::string summary = report.summary();
     if (!summary.empty()) setup.notes.push_back(summary);
   }

@@ -111,6 +111,7 @@ const OptionField kFields[] = {
     {"--data", kContent, text_of<&O::data>},  // compared as the dataset's identity (dataset_identity.hpp)
     {"--train-split", kValue, text_of<&O::train_split>},
     {"--eval-split", kValue, text_of<&O::eval_split>},
+    {"--eval-split (given explicitly)", kValue, text_of<&O::eval_split_required>},  // a missing split is an error
     {"--shuffle", kValue, text_of<&O::shuffle>},
     {"--cache-mb", kValue, text_of<&O::cache_mb>},  // decides the streaming blocks, hence the data order
     {"--tokenizer", kContent, text_of<&O::tokenizer>},

@@ -24,6 +24,7 @@
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
+#include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -56,9 +57,7 @@ std::string read_verified_state(const fs::path& dir) {
   if (const std::string warning = verify_checkpoint(dir); !warning.empty()) log::warning("resume: {}", warning);
   const fs::path file = dir / kTrainerStateName;
   const std::string text = read_text(file);
-  const auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  HPCTRAIN_CHECK(!parsed.is_discarded(), "{}: not valid JSON (truncated?)", file.string());
-  (void)trainer_state_from_json(parsed, file.string());
+  (void)trainer_state_from_json(io::parse_json_text(text, file.string()), file.string());
   return text;
 }
 
@@ -139,6 +138,10 @@ void Run::set_up() {
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
   folder = claim_run_folder(comm, options.output, FolderClaim{options.resume, options.overwrite_output_dir});
+  // Only the default evaluation split is optional (`hpctrain train --help`).
+  HPCTRAIN_CHECK(!options.eval_split_required || dataset->has_split(options.eval_split),
+                 "--eval-split '{}': '{}' has no such split; it has: {}", options.eval_split, options.data.string(),
+                 fmt::join(dataset->splits(), ", "));
   const auto [resume_dir, resumed] = find_resume_point(comm, options, folder.identity);
   const TrainerState saved = resumed.value_or(TrainerState{});
   RunGeometry requested;
@@ -337,7 +340,8 @@ void Run::after_step(bool epoch_ended) {
 }
 
 void Run::evaluate_now() {
-  last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device());
+  last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device(),
+                       options.skip_nonfinite ? NonFinite::count : NonFinite::fail);
   last_eval_step = state.global_step;
   state.log_history.push_back(report->add_eval(state.global_step, state.epoch_float(), last_eval->metrics));
   best_is_current = !state.best_metric || last_eval->metrics.accuracy > *state.best_metric;

@@ -1,6 +1,7 @@
 // Raw text-classification records from CSV, TSV or JSONL files (each optionally gzip-compressed), streamed.
 // Extracts the requested columns / top-level JSON keys as strings; tokenizing and label mapping happen elsewhere.
-// Does not: guess delimiters, read nested JSON keys, or convert encodings (bytes are passed through as UTF-8).
+// Does not: guess delimiters, read nested JSON keys, or convert encodings (CSV/TSV bytes are passed through;
+// JSONL strings must be UTF-8, so invalid sequences read as U+FFFD: TextRecord::replaced_invalid_utf8).
 #pragma once
 
 #include <cstddef>
@@ -29,6 +30,9 @@ struct TextRecord {
   // Non-empty: the record is malformed and this says why ("unterminated quoted field ...", "expected 3 columns,
   // got 2", "malformed JSON: ..."); `fields` is then unspecified.
   std::string error;
+  // JSONL: the line held invalid UTF-8, read with each invalid sequence as U+FFFD (CSV/TSV pass bytes through
+  // and the tokenizer does the same replacement).
+  bool replaced_invalid_utf8 = false;
 };
 
 // "file 'data/train.csv', line 17 (data row 15)": where a record came from, for error messages and warnings.

@@ -144,6 +144,8 @@ class HfConfig {
   [[nodiscard]] const MlpConfig& mlp() const;
   // The object as read (unknown keys included); empty object for a config built in code.
   [[nodiscard]] const nlohmann::json& raw() const { return raw_; }
+  // What the config was read from (a path, or "config.json" for one built in code), for messages.
+  [[nodiscard]] const std::string& source() const { return source_; }
 
   CommonConfig common;
   ModelConfig model;

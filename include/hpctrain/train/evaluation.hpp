@@ -22,12 +22,18 @@ models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device
 struct EvaluationResult {
   ConfusionMatrix matrix;
   ClassificationMetrics metrics;  // metrics.loss: mean cross-entropy over the split
+  int64_t nonfinite_examples = 0;  // examples with NaN/Inf logits (left out of the metrics), over all ranks
 };
+
+// What evaluate() does with examples whose logits are NaN/Inf: `fail` throws the same Error on every rank
+// (how many, and the first example index); `count` leaves them out of the metrics and counts them (training
+// with --skip-nonfinite evaluates a model that may hold such weights).
+enum class NonFinite { fail, count };
 
 // Runs the model (eval mode, no grad; its training mode is restored) over one epoch of `loader` on every
 // rank; confusion matrix and loss are summed across ranks. Collective.
 EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
-                          const at::Device& device);
+                          const at::Device& device, NonFinite nonfinite = NonFinite::fail);
 
 // One example's prediction.
 struct Prediction {
@@ -37,7 +43,7 @@ struct Prediction {
 };
 
 // Predictions of every example of the split, gathered on rank 0 in the split's stored order
-// (other ranks receive an empty vector). Collective.
+// (other ranks receive an empty vector). NaN/Inf logits throw on every rank, as NonFinite::fail. Collective.
 std::vector<Prediction> predict(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
                                 const at::Device& device);
 

@@ -16,7 +16,8 @@ struct TrainOptions {
   // ---- Data ----
   std::filesystem::path data;              // HDF5 dataset file (hpctrain prep)
   std::string train_split = "train";
-  std::string eval_split = "validation";   // skipped when the file has no such split
+  std::string eval_split = "validation";   // skipped when the file has no such split, unless required
+  bool eval_split_required = false;        // --eval-split given explicitly: a missing split is an error
   data::ShuffleMode shuffle = data::ShuffleMode::shard;
   int64_t cache_mb = 512;                  // MiB of examples each rank keeps in memory; larger shards stream
   std::filesystem::path tokenizer;         // tokenizer folder copied into checkpoints (default: --model's)

@@ -1,0 +1,107 @@
+// Model <-> dataset agreement and finite weights (Note [Model fits the dataset], compatibility.hpp).
+#include "hpctrain/train/compatibility.hpp"
+
+#include <ATen/ATen.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hpctrain/core/error.hpp"
+
+namespace hpctrain::train {
+namespace {
+
+bool is_text_model(const io::HfConfig& config) {
+  return config.model_type() == "distilbert" || config.model_type() == "bert";
+}
+
+bool is_image_model(const io::HfConfig& config) {
+  return config.model_type() == "hpctrain-cnn" || config.model_type() == "hpctrain-mlp";
+}
+
+struct TextLimits {
+  int64_t vocab_size = 0, max_positions = 0, type_vocab_size = 0;  // type_vocab_size 0: ignores token_type_ids
+};
+
+TextLimits text_limits(const io::HfConfig& config) {
+  if (config.model_type() == "distilbert") {
+    const auto& c = config.distilbert();
+    return {c.vocab_size, c.max_position_embeddings, 0};
+  }
+  const auto& c = config.bert();
+  return {c.vocab_size, c.max_position_embeddings, c.type_vocab_size};
+}
+
+void check_text_split(const TextLimits& limits, const std::string& model, const data::DatasetReader& dataset,
+                      const std::string& split) {
+  const data::SplitInfo info = dataset.split_info(split);
+  const std::vector<int64_t> lengths = dataset.read_lengths(split);
+  const auto longest = std::max_element(lengths.begin(), lengths.end());
+  if (longest != lengths.end()) {
+    HPCTRAIN_CHECK(*longest <= limits.max_positions,
+                   "{}:/{} example {} has {} tokens but {} has "
+                   "max_position_embeddings {}\n  hint: prepare the data with --max-length {} or less",
+                   dataset.path().string(), split, longest - lengths.begin(), *longest, model, limits.max_positions,
+                   limits.max_positions);
+  }
+  HPCTRAIN_CHECK(!info.has_token_type_ids || limits.type_vocab_size == 0 || limits.type_vocab_size >= 2,
+                 "{}:/{} stores token_type_ids 0 and 1 (sentence pairs) but {} has type_vocab_size {}: expected >= 2",
+                 dataset.path().string(), split, model, limits.type_vocab_size);
+}
+
+void check_text(const io::HfConfig& config, const std::string& model, const data::DatasetReader& dataset,
+                const std::vector<std::string>& splits) {
+  HPCTRAIN_CHECK(is_text_model(config), "{}: model_type '{}' is not a text model, but '{}' is a text dataset", model,
+                 config.model_type(), dataset.path().string());
+  const TextLimits limits = text_limits(config);
+  HPCTRAIN_CHECK(dataset.vocab_size() <= limits.vocab_size,
+                 "{}: vocab_size {} is smaller than the tokenizer of '{}' "
+                 "({} tokens): token ids would fall outside the embedding\n  hint: prepare the data with this model's "
+                 "tokenizer",
+                 model, limits.vocab_size, dataset.path().string(), dataset.vocab_size());
+  for (const std::string& split : splits) check_text_split(limits, model, dataset, split);
+}
+
+void check_images(const io::HfConfig& config, const std::string& model, const data::DatasetReader& dataset,
+                  const std::vector<std::string>& splits) {
+  HPCTRAIN_CHECK(is_image_model(config), "{}: model_type '{}' is not an image model, but '{}' is an image dataset",
+                 model, config.model_type(), dataset.path().string());
+  const bool cnn = config.model_type() == "hpctrain-cnn";
+  const int64_t channels = cnn ? config.cnn().in_channels : config.mlp().in_channels;
+  const int64_t size = cnn ? config.cnn().image_size : config.mlp().image_size;
+  for (const std::string& split : splits) {
+    const data::SplitInfo info = dataset.split_info(split);
+    HPCTRAIN_CHECK(info.channels == channels && info.height == size && info.width == size,
+                   "{}:/{} holds images of {} x {} x {} (C x H x W) but {} expects in_channels {}, image_size {}",
+                   dataset.path().string(), split, info.channels, info.height, info.width, model, channels, size);
+  }
+}
+
+}  // namespace
+
+void check_model_fits_dataset(const io::HfConfig& config, const std::string& model_source,
+                              const data::DatasetReader& dataset, const std::vector<std::string>& splits,
+                              bool check_labels) {
+  if (dataset.task() == data::Task::text_classification)
+    check_text(config, model_source, dataset, splits);
+  else
+    check_images(config, model_source, dataset, splits);
+  if (!check_labels) return;
+  HPCTRAIN_CHECK(config.common.num_labels() == dataset.num_labels(),
+                 "'{}' has {} labels but the model in {} has {} "
+                 "(config.json id2label)",
+                 dataset.path().string(), dataset.num_labels(), model_source, config.common.num_labels());
+}
+
+void check_finite_weights(const models::SequenceClassifier& model, const std::string& model_source) {
+  for (const auto& item : model.named_parameters()) {
+    const at::Tensor& tensor = item.value();
+    const int64_t bad = tensor.numel() - at::isfinite(tensor.detach()).sum().item<int64_t>();
+    HPCTRAIN_CHECK(bad == 0,
+                   "{}: tensor '{}' holds {} NaN/Inf value(s) of {}: the weights are corrupt (a diverged "
+                   "run?)\n  hint: use an earlier checkpoint",
+                   model_source, item.key(), bad, tensor.numel());
+  }
+}
+
+}  // namespace hpctrain::train

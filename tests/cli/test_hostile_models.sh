@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Models checked before use: absurd sizes refused from config.json alone (fast, nothing allocated), the one
+# model <-> dataset check in eval/predict (vocab, positions, model kind), and NaN/Inf weights or logits.
+source "$2/tests/cli/hostile_lib.sh" "$@"
+LABELS='"id2label": {"0": "blue", "1": "green", "2": "red"}'
+
+# model_dir NAME JSON: a folder holding only config.json.
+model_dir() { mkdir -p "$WORK/$1"; echo "$2" >"$WORK/$1/config.json"; echo "$WORK/$1"; }
+# elapsed_ms CMD...: runs CMD (output to $WORK/out, $WORK/err) and prints its wall time in milliseconds.
+elapsed_ms() {
+  local start end
+  start=$(date +%s%N)
+  "$@" >"$WORK/out" 2>"$WORK/err"
+  end=$(date +%s%N)
+  echo $(((end - start) / 1000000))
+}
+
+# output_of COMMAND: predict's --output argument (eval has none).
+output_of() { [[ $1 == predict ]] && echo --output "$WORK/p.jsonl"; }
+
+# ---- absurd sizes (Note [Size before building]) ----
+# Refused within half a second of a config refused for its model_type alone (the start-up time of the
+# binary, which loads LibTorch, is most of both); the old code tried to allocate for seconds, then died.
+BOGUS=$(model_dir bogus '{"model_type": "bogus"}')
+baseline=$(elapsed_ms "$HPCTRAIN" inspect "$BOGUS")
+HUGE=$(model_dir huge "{\"model_type\": \"distilbert\", \"dim\": 1000000000, \"n_heads\": 8, \"vocab_size\": 40,
+  \"max_position_embeddings\": 32, $LABELS}")
+ms=$(elapsed_ms "$HPCTRAIN" inspect "$HUGE")
+if grep -q "$HUGE/config.json: .*dim 1000000000.*overflows int64" "$WORK/err" && ((ms < baseline + 500)); then
+  ok "inspect dim 10^9: refused in ${ms} ms (baseline ${baseline} ms)"; else bad "inspect dim 10^9 (${ms} ms, baseline ${baseline} ms)"; cat "$WORK/err"; fi
+baseline=$(elapsed_ms "$HPCTRAIN" train $(with_file "$WORK/config.json" "$BOGUS/config.json" train_args "$WORK/run-bogus"))
+ms=$(elapsed_ms "$HPCTRAIN" train $(with_file "$WORK/config.json" "$HUGE/config.json" train_args "$WORK/run-huge"))
+if grep -q "$HUGE/config.json: .*dim 1000000000.*overflows int64" "$WORK/err" && ((ms < baseline + 500)); then
+  ok "train --model-config dim 10^9: refused in ${ms} ms (baseline ${baseline} ms)"; else bad "train dim 10^9 (${ms} ms, baseline ${baseline} ms)"; cat "$WORK/err"; fi
+TERA=$(model_dir tera "{\"model_type\": \"distilbert\", \"dim\": 1000000, \"n_heads\": 2, \"n_layers\": 1, \"hidden_dim\": 64,
+  \"vocab_size\": 40, \"max_position_embeddings\": 32, $LABELS}")
+expect_failure "eval dim 10^6: bytes needed vs available" \
+  "$TERA/config.json: the model has [0-9]+ parameters; largest: .*: building the model needs .* bytes\) \(1 fp32 copy\) but .* are available \((MemAvailable|the cgroup)" \
+  "$HPCTRAIN" eval --model "$TERA" --data "$WORK/data.h5" --threads 1
+VOCAB=$(model_dir vocab "{\"model_type\": \"distilbert\", \"vocab_size\": 1000000000000, $LABELS}")
+expect_failure "train vocab 10^12: refused with the field" \
+  "$VOCAB/config.json: the model has [0-9]+ parameters; largest: vocab_size 1000000000000 x dim 768 .* training \(weights, gradients, two AdamW moments\) needs" \
+  "$HPCTRAIN" train $(with_file "$WORK/config.json" "$VOCAB/config.json" train_args "$WORK/run-vocab")
+echo "{\"model_type\": \"distilbert\", \"vocab_size\": 40, \"dim\": 1024, \"n_heads\": 8, \"n_layers\": 2, \"hidden_dim\": 4096,
+  \"max_position_embeddings\": 32}" >"$WORK/big.json"
+expect_success "train a big-but-fine config (25 M parameters)" \
+  "$HPCTRAIN" train $(with_file "$WORK/config.json" "$WORK/big.json" train_args "$WORK/run-big") --max-steps 1 --batch-size 2
+
+# ---- the model <-> dataset check (Note [Model fits the dataset]) ----
+"$HPCTRAIN" prep text --input "$WORK/rows.jsonl" --text-field text --label-field label --tokenizer "$REPO/data/bert-base-uncased" \
+  --max-length 16 --validation-fraction 0.2 --seed 3 --no-progress --output "$WORK/bert-vocab.h5" >"$WORK/prep.log" 2>&1 \
+  || { cat "$WORK/prep.log"; exit 1; }
+for command in eval predict; do
+  expect_failure "$command: model vocab_size below the dataset's" \
+    "$MODEL: vocab_size 40 is smaller than the tokenizer of '$WORK/bert-vocab.h5' \(30522 tokens\)" \
+    "$HPCTRAIN" $command --model "$MODEL" --data "$WORK/bert-vocab.h5" --threads 1 $(output_of $command)
+done
+expect_no_file "predict: no output after a refused model" "$WORK/p.jsonl"
+sed 's/"max_position_embeddings": 32/"max_position_embeddings": 4/' "$WORK/config.json" >"$WORK/short.json"
+expect_failure "train: max_position_embeddings below the longest example" \
+  "$WORK/data.h5:/train example [0-9]+ has [0-9]+ tokens but $WORK/short.json has max_position_embeddings 4" \
+  "$HPCTRAIN" train $(with_file "$WORK/config.json" "$WORK/short.json" train_args "$WORK/run-short")
+CNN=$(model_dir cnn "{\"model_type\": \"hpctrain-cnn\", $LABELS}")
+expect_failure "eval: an image model on a text dataset" "$CNN: model_type 'hpctrain-cnn' is not a text model" \
+  "$HPCTRAIN" eval --model "$CNN" --data "$WORK/data.h5" --threads 1
+
+# ---- NaN/Inf weights and logits: NaN weights name the tensor; finite weights (pooled features of ~1000 times 3e38) overflow the logits ----
+cp -r "$MODEL" "$WORK/nan" && "$PY" "$REPO/tests/cli/edit_weights.py" "$WORK/nan/model.safetensors" classifier.weight=nan
+cp -r "$MODEL" "$WORK/inf" && "$PY" "$REPO/tests/cli/edit_weights.py" "$WORK/inf/model.safetensors" classifier.weight=3e38 pre_classifier.bias=1000
+declare -A NONFINITE=(
+  [nan]="$WORK/nan: tensor 'classifier.weight' holds 96 NaN/Inf value\(s\) of 96"
+  [inf]="$WORK/inf on split 'validation' of $WORK/data.h5: (evaluation|prediction): the model gave NaN/Inf logits for [0-9]+ example\(s\) of the split \(the first is example [0-9]+\)"
+)
+for kind in nan inf; do
+  for command in eval predict; do
+    expect_failure "$command: $kind weights" "${NONFINITE[$kind]}" \
+      "$HPCTRAIN" $command --model "$WORK/$kind" --data "$WORK/data.h5" --threads 1 $(output_of $command)
+  done
+done
+expect_no_file "predict: no output after non-finite logits" "$WORK/p.jsonl"
+expect_success "eval of the intact model still works" "$HPCTRAIN" eval --model "$MODEL" --data "$WORK/data.h5" --threads 1
+finish
