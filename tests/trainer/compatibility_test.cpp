@@ -3,6 +3,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "../error_capture.hpp"
 #include "fixtures.hpp"
