@@ -137,11 +137,12 @@ struct Run {
 void Run::set_up() {
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
-  folder = claim_run_folder(comm, options.output, FolderClaim{options.resume, options.overwrite_output_dir});
-  // Only the default evaluation split is optional (`hpctrain train --help`).
+  // Only the default evaluation split is optional (`hpctrain train --help`). Checked before the run folder
+  // is claimed: a mistyped option leaves the folder untouched.
   HPCTRAIN_CHECK(!options.eval_split_required || dataset->has_split(options.eval_split),
                  "--eval-split '{}': '{}' has no such split; it has: {}", options.eval_split, options.data.string(),
                  fmt::join(dataset->splits(), ", "));
+  folder = claim_run_folder(comm, options.output, FolderClaim{options.resume, options.overwrite_output_dir});
   const auto [resume_dir, resumed] = find_resume_point(comm, options, folder.identity);
   const TrainerState saved = resumed.value_or(TrainerState{});
   RunGeometry requested;

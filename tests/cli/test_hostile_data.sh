@@ -24,6 +24,7 @@ expect_failure "train on a truncated .h5" "$WORK/truncated.h5" \
   "$HPCTRAIN" train $(with_file "$WORK/data.h5" "$WORK/truncated.h5" train_args "$WORK/run-trunc")
 cp -r "$WORK/model/checkpoint-1" "$WORK/ckpt"
 head -c 40 "$WORK/model/checkpoint-1/trainer_state.json" >"$WORK/ckpt/trainer_state.json"
+rm "$WORK/ckpt/checksums.sha256"  # as a checkpoint from before manifests: the JSON parser meets the cut file
 expect_failure "resume from a truncated trainer_state.json" "$WORK/ckpt/trainer_state.json: not valid JSON" \
   "$HPCTRAIN" train $(train_args "$WORK/run-resume") --resume "$WORK/ckpt"
 cp -r "$MODEL" "$WORK/cut-config" && head -c 30 "$MODEL/config.json" >"$WORK/cut-config/config.json"
