@@ -19,22 +19,30 @@ targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   for source in fuzz/fuzz_*.cpp; do targets+=("$(basename "$source" .cpp)"); done
 fi
-# Prints "upstream" for a finding inside HDF5 itself, which hpctrain's calls cannot prevent (docs/fuzzing.md): a
-# wild read (SEGV), a hang or an allocation without bound whose innermost known frame is in the uninstrumented
-# libhdf5 rather than in hpctrain's code. Every other report (ASan in an instrumented frame or an interceptor such
-# as memcpy into one of our buffers, UBSan, a broken invariant, an uncaught exception) prints "ours".
+# Prints "upstream" for a finding inside HDF5 itself, which hpctrain's calls cannot prevent (docs/fuzzing.md), else
+# "ours". The report's stacks (where it crashed, hung or leaked; who allocated and freed the memory) are read from
+# the innermost frame on: a stack whose first frame with a known home is in libhdf5 points at HDF5, one whose first
+# such frame is in hpctrain's sources (src/, fuzz/) points at us. Upstream only when some stack points at HDF5 and
+# none at us; a report without stacks is ours. An input that passes when run again prints "unreproduced" (a
+# timeout on a machine busy with other work).
 classify() {
-  local report kind first
-  report=$("$1" -timeout=10 -rss_limit_mb=2048 "$2" 2>&1 || true)
-  kind=$(grep -m1 -oE 'ERROR: (AddressSanitizer: [a-z-]+|libFuzzer: [a-z-]+)' <<<"$report" || true)
-  case "$kind" in
-    *SEGV | *unknown-crash | *timeout | *out-of-memory) ;;
-    *) echo ours; return ;;
-  esac
-  first=$(grep -E '^ +#[0-9]+ ' <<<"$report" | grep -m1 -oE 'libhdf5|/(src|fuzz)/[^ ]*\.[ch]pp:[0-9]+' || true)
-  [[ $first == libhdf5 ]] && echo upstream || echo ours
+  local report
+  if report=$("$1" -timeout="$timeout" -rss_limit_mb=2048 "$2" 2>&1); then
+    echo unreproduced
+    return
+  fi
+  awk '
+    /^ +#[0-9]+ / {
+      if ($1 == "#0") decided = 0
+      if (decided) next
+      if ($0 ~ /libhdf5/) { hdf5 = 1; decided = 1 }
+      else if ($0 ~ /\/(src|fuzz)\/[^ ]*\.[ch]pp:[0-9]+/) { ours = 1; decided = 1 }
+    }
+    END { print (hdf5 && !ours) ? "upstream" : "ours" }' <<<"$report"
 }
 
+# One input taking this long is a finding (a hang); so is one needing 2 GB.
+timeout=${HPCTRAIN_FUZZ_TIMEOUT:-25}
 failed=()
 for target in "${targets[@]}"; do
   artifacts="$build_dir/artifacts/$target"
@@ -43,25 +51,23 @@ for target in "${targets[@]}"; do
   dict=()
   [[ -f fuzz/$target.dict ]] && dict=(-dict="fuzz/$target.dict")
   log="$build_dir/$target.log"
-  # Fork mode records every crash, timeout (one input taking 10 s) and OOM (an input needing 2 GB) as an artifact
-  # and carries on, so one run reports all it finds; each artifact is classified afterwards.
+  # Fork mode records every crash, timeout and OOM as an artifact and carries on, so one run reports all it finds;
+  # each artifact is classified afterwards.
   "$build_dir/fuzz/$target" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 -max_total_time="$seconds" \
-    -timeout=10 -rss_limit_mb=2048 "${dict[@]}" -artifact_prefix="$artifacts/" \
+    -timeout="$timeout" -rss_limit_mb=2048 "${dict[@]}" -artifact_prefix="$artifacts/" \
     "$build_dir/corpus/$target" "fuzz/corpus/$target" >"$log" 2>&1 || true
-  ours=0 upstream=0
+  ours=0 upstream=0 unreproduced=0
   for artifact in "$artifacts"/*; do
     [[ -f $artifact ]] || continue
-    if [[ $(classify "$build_dir/fuzz/$target" "$artifact") == upstream ]]; then
-      upstream=$((upstream + 1))
-      mkdir -p "$artifacts/upstream" && mv "$artifact" "$artifacts/upstream/"
-    else
-      ours=$((ours + 1))
-      echo "fuzz.sh: $target: FINDING $artifact"
-    fi
+    case $(classify "$build_dir/fuzz/$target" "$artifact") in
+      upstream) upstream=$((upstream + 1)); mkdir -p "$artifacts/upstream"; mv "$artifact" "$artifacts/upstream/" ;;
+      unreproduced) unreproduced=$((unreproduced + 1)); echo "fuzz.sh: $target: not reproduced: $artifact" ;;
+      *) ours=$((ours + 1)); echo "fuzz.sh: $target: FINDING $artifact" ;;
+    esac
   done
   [[ $ours -gt 0 ]] && failed+=("$target")
   last=$(grep -E '^#[0-9]+: cov:' "$log" | tail -n 1 || true)
-  echo "fuzz.sh: $target, ${seconds} s: ${last:-no progress line} | findings: $ours ours, $upstream in HDF5 itself"
+  echo "fuzz.sh: $target, ${seconds} s: ${last:-no progress line} | findings: $ours ours, $upstream in HDF5 itself, $unreproduced not reproduced"
 done
 if [[ ${#failed[@]} -gt 0 ]]; then
   echo "fuzz.sh: FINDINGS in ${failed[*]}: reproduce with $build_dir/fuzz/TARGET FILE (inputs in $build_dir/artifacts/)" >&2
