@@ -13,9 +13,10 @@ flags="-fsanitize=address,undefined -fno-sanitize=vptr -fno-sanitize-recover=und
 # Only what `ctest -L 'unit|cli'` runs: the CLI and the unit-test binaries (the mpi-only programs are not built).
 unit_tests=($(sed -n 's/^hpctrain_test_binary(\([a-z_]*\).*/test_\1/p' tests/*/tests.cmake))
 start=$SECONDS
-# -O1 -g1: fast enough to test, line numbers in reports, and far quicker to compile than -O2 -g.
-HPCTRAIN_BUILD_DIR=$build_dir HPCTRAIN_BUILD_TYPE=RelWithDebInfo HPCTRAIN_CMAKE_ARGS="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1' \
-  -DCMAKE_CXX_FLAGS='$flags' -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=address,undefined -DHPCTRAIN_BUILD_BENCH=OFF" \
+# -O1 -g1: fast enough to test, line numbers in reports, and far quicker to compile than -O2 -g. CMake takes the
+# initial CMAKE_CXX_FLAGS / CMAKE_EXE_LINKER_FLAGS from CXXFLAGS / LDFLAGS (HPCTRAIN_CMAKE_ARGS cannot hold spaces).
+CXXFLAGS="-g1 $flags" LDFLAGS="-fsanitize=address,undefined" HPCTRAIN_BUILD_DIR=$build_dir \
+  HPCTRAIN_BUILD_TYPE=RelWithDebInfo HPCTRAIN_CMAKE_ARGS="-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DHPCTRAIN_BUILD_BENCH=OFF" \
   scripts/build.sh --target hpctrain "${unit_tests[@]}"
 echo "sanitize.sh: build took $((SECONDS - start)) s"
 
