@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Configures and builds hpctrain (Release) in ${HPCTRAIN_BUILD_DIR:-build}. Extra arguments go to cmake --build.
 # HPCTRAIN_CMAKE_ARGS: extra configure arguments (first configure only), e.g. another LibTorch
-# (scripts/setup-torch2.sh sets them).
+# (scripts/setup-torch2.sh sets them), or the sanitizer and fuzzing builds (scripts/sanitize.sh, scripts/fuzz.sh).
+# Split on whitespace: values cannot contain spaces.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${HPCTRAIN_BUILD_DIR:-build}

@@ -79,7 +79,8 @@ CommonConfig read_common(const ConfigFields& fields) {
                    "classes; expected them to agree. Hint: drop num_labels or fix id2label", fields.source(),
                    num_labels.value_or(0), common.num_labels());
   } else {
-    HPCTRAIN_CHECK(num_labels.value_or(2) >= 1, "{}: num_labels must be at least 1, got {}", fields.source(),
+    HPCTRAIN_CHECK(num_labels.value_or(2) >= 1 && num_labels.value_or(2) <= kMaxNumLabels,
+                   "{}: num_labels must be at least 1 and at most {}, got {}", fields.source(), kMaxNumLabels,
                    num_labels.value_or(2));
     common.set_num_labels(num_labels.value_or(2));
   }
@@ -304,6 +305,7 @@ std::string_view problem_type_name(ProblemType type) {
 
 void CommonConfig::set_num_labels(std::int64_t count) {
   HPCTRAIN_CHECK(count >= 1, "num_labels must be at least 1, got {}", count);
+  HPCTRAIN_CHECK(count <= kMaxNumLabels, "num_labels must be at most {}, got {}", kMaxNumLabels, count);
   if (count == num_labels()) return;
   std::vector<std::string> names;
   for (std::int64_t i = 0; i < count; ++i) names.push_back("LABEL_" + std::to_string(i));

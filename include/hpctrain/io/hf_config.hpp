@@ -29,6 +29,10 @@ enum class Activation { gelu, gelu_tanh, relu };
 enum class ProblemType { unset, single_label_classification, multi_label_classification, regression };
 [[nodiscard]] std::string_view problem_type_name(ProblemType type);  // "" for unset
 
+// The most classes a config may name: far above any classification head in use (ImageNet-21k has 21,843), and
+// low enough that `num_labels` from a hostile file cannot make us build billions of label names.
+inline constexpr std::int64_t kMaxNumLabels = std::int64_t{1} << 20;
+
 // Keys every transformers PretrainedConfig has (the ones hpctrain uses).
 struct CommonConfig {
   std::string model_type;
@@ -44,6 +48,7 @@ struct CommonConfig {
 
   [[nodiscard]] std::int64_t num_labels() const { return static_cast<std::int64_t>(id2label.size()); }
   // transformers' num_labels setter: when the count changes, labels become LABEL_0..LABEL_{n-1}.
+  // Error outside [1, kMaxNumLabels].
   void set_num_labels(std::int64_t count);
   // Names the classes (id2label = names, label2id = inverse).
   void set_labels(std::vector<std::string> names);
