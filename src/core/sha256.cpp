@@ -54,6 +54,7 @@ void Sha256::update(std::string_view bytes) {
   HPCTRAIN_CHECK(!finished_, "Sha256::update called after digest()");
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
   size_t n = bytes.size();
+  if (n == 0) return;  // an empty view may hold a null pointer, which memcpy must not get (UBSan)
   total_bytes_ += n;
   if (buffered_ > 0) {
     const size_t take = std::min(n, buffer_.size() - buffered_);
