@@ -72,7 +72,7 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
   set_threads(threads_);
-  device_ = select_device(options_.device, comm_.local_rank());
+  device_ = select_device(options_.device, comm_.local_rank(), comm_.local_size());
 }
 
 Accelerator::~Accelerator() = default;
