@@ -102,6 +102,7 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
 std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& file, loader::LoaderOptions options) {
   options.rank = comm_.rank();
   options.world_size = comm_.world_size();
+  options.pin_memory = device_.is_cuda();  // asynchronous host-to-device copies (evaluation.cpp's on())
   std::unique_ptr<loader::ShardLoader> loader;
   // Agree before anyone reads: the first failing rank's message reaches every rank.
   dist::run_collectively(comm_, fmt::format("opening split '{}' of '{}'", options.split, file.string()),
