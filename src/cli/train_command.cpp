@@ -17,7 +17,8 @@ constexpr const char* kUsage =
     "mpirun -np N hpctrain train (--model DIR | --model-config FILE|preset:NAME) --data FILE.h5 --output DIR [options]";
 
 struct Texts {  // options parsed as text, converted after parsing
-  std::string data, model, tokenizer, output, shuffle = "shard", overlap = "on";
+  std::string data, model, tokenizer, output, shuffle = "shard", overlap = "on", mixed_precision = "no",
+      loss_scale = "auto";
 };
 
 po::options_description data_group(train::TrainOptions& o, Texts& t) {
@@ -47,7 +48,7 @@ po::options_description model_group(train::TrainOptions& o, Texts& t) {
   return g;
 }
 
-po::options_description optimization_group(train::TrainOptions& o) {
+po::options_description optimization_group(train::TrainOptions& o, Texts& t) {
   po::options_description g("Optimization");
   g.add_options()
       ("epochs", po::value(&o.epochs)->default_value(o.epochs), "passes over the train split")
@@ -62,7 +63,12 @@ po::options_description optimization_group(train::TrainOptions& o) {
       ("lr-scheduler", po::value(&o.lr_scheduler)->default_value(o.lr_scheduler), "linear | cosine | constant")
       ("max-grad-norm", po::value(&o.max_grad_norm)->default_value(o.max_grad_norm), "clip the global gradient norm (<= 0: off)")
       ("seed", po::value(&o.accelerator.seed)->default_value(o.accelerator.seed), "seed of the weights, data order and dropout")
-      ("skip-nonfinite", po::bool_switch(&o.skip_nonfinite), "skip steps whose loss is NaN/inf (default: stop)");
+      ("skip-nonfinite", po::bool_switch(&o.skip_nonfinite), "skip steps whose loss is NaN/inf (default: stop)")
+      ("mixed-precision", po::value(&t.mixed_precision)->default_value(t.mixed_precision),
+       "no | bf16 | fp16: autocast of forward and loss; weights, gradients and optimizer state stay fp32 "
+       "(fp16 needs --device cuda)")
+      ("loss-scale", po::value(&t.loss_scale)->default_value(t.loss_scale),
+       "auto (dynamic loss scaling with fp16) | dynamic (also with bf16 / fp32: tests the scaler on a CPU)");
   return g;
 }
 
@@ -131,7 +137,9 @@ po::options_description logging_group(train::TrainOptions& o, std::string& trace
       ("log-all-ranks", po::bool_switch(&o.accelerator.log_all_ranks), "every rank logs, lines prefixed with the rank")
       ("no-progress", "plain progress lines instead of a progress bar")
       ("trace-examples", po::value(&trace), "testing: each rank appends `epoch step example_index` lines to "
-       "DIR/examples-rank<R>.txt");
+       "DIR/examples-rank<R>.txt")
+      ("inject-overflow", po::value(&o.inject_overflow), "testing: RANK:STEP, that rank's gradients become inf in "
+       "optimizer step STEP (with loss scaling the step is skipped on every rank)");
   return g;
 }
 
@@ -148,7 +156,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   Texts texts;
   std::string trace;
   po::options_description all;
-  all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options));
+  all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options, texts));
   all.add(optimizer_group(options.optimizer));
   all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace));
   po::variables_map values;
@@ -157,6 +165,8 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.output = texts.output, options.trace_examples = trace;
   options.shuffle = data::parse_shuffle_mode(texts.shuffle);
   options.accelerator.overlap = parse_on_off(texts.overlap, "overlap");
+  options.accelerator.mixed_precision = train::parse_mixed_precision(texts.mixed_precision);
+  options.accelerator.loss_scaling = train::parse_loss_scaling(texts.loss_scale);
   options.progress = values.count("no-progress") == 0;
   options.eval_split_required = !values["eval-split"].defaulted();
   (void)train::run_training(comm, options);

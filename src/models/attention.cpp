@@ -40,13 +40,24 @@ double lowest_value(at::ScalarType dtype) {
 
 uint64_t item_seed(uint64_t seed, int64_t item) { return derive_seed(seed, static_cast<uint64_t>(item)); }
 
+bool is_half_precision(const at::Tensor& t) { return t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf; }
+// bf16/fp16 as float32; float32 and float64 as they are (the same tensor).
+at::Tensor widened(const at::Tensor& t) { return is_half_precision(t) ? t.to(at::kFloat) : t; }
+
 // probs <- softmax(scale * q k^T + bias) for one item: q, k [H, L, d], bias [1, 1, L] (zeros without a
 // mask), scores and probs [H, L, L] workspaces. A row whose keys are all padding becomes uniform, as in
-// transformers.
-void item_probabilities(at::Tensor& probs, at::Tensor& scores, const at::Tensor& q, const at::Tensor& k,
-                        const at::Tensor& bias, double scale) {
+// transformers. With bf16/fp16 activations (autocast) the products run in that dtype and the softmax in
+// float32 (as autocast's fp32 softmax); returns the float32 probabilities then, else `probs`.
+at::Tensor item_probabilities(at::Tensor& probs, at::Tensor& scores, const at::Tensor& q, const at::Tensor& k,
+                              const at::Tensor& bias, double scale) {
   at::baddbmm_out(scores, bias.expand_as(scores), q, k.transpose(1, 2), /*beta=*/1, /*alpha=*/scale);
-  at::_softmax_out(probs, scores, -1, /*half_to_float=*/false);
+  if (!is_half_precision(scores)) {
+    at::_softmax_out(probs, scores, -1, /*half_to_float=*/false);
+    return probs;
+  }
+  at::Tensor probs_fp32 = at::_softmax(scores.to(at::kFloat), -1, /*half_to_float=*/false);
+  probs.copy_(probs_fp32);
+  return probs_fp32;
 }
 
 at::Tensor workspace(const at::Tensor& q) { return at::empty({q.size(1), q.size(2), q.size(2)}, q.options()); }
@@ -82,13 +93,14 @@ class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
     const at::Tensor grad_context = grad_outputs[0].contiguous();
 
     // rowsum(dP * P) = rowsum(dO * O), with or without dropout: no [H, L, L] temporary for it.
-    const at::Tensor row_dot = (grad_context * context).sum(-1, /*keepdim=*/true);  // [B, H, L, 1]
+    // In float32 (the softmax's backward, as its forward, runs in fp32 for bf16/fp16 activations).
+    const at::Tensor row_dot = (widened(grad_context) * widened(context)).sum(-1, /*keepdim=*/true);
     at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
     at::Tensor grad = workspace(q), probs = workspace(q);
     at::Tensor dropped = dropout > 0 ? workspace(q) : at::Tensor();
     for (int64_t b = 0; b < q.size(0); ++b) {
       const at::Tensor dout = grad_context[b];
-      item_probabilities(probs, grad, q[b], k[b], bias[b], scale);  // `grad` as the scores' scratch
+      const at::Tensor probs_fp32 = item_probabilities(probs, grad, q[b], k[b], bias[b], scale);  // `grad`: scratch
       at::bmm_out(grad, dout, v[b].transpose(1, 2));                 // d(dropped P)
       at::Tensor dv = grad_v[b];
       if (dropout > 0) {
@@ -99,7 +111,9 @@ class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
       } else {
         at::bmm_out(dv, probs.transpose(1, 2), dout);
       }
-      grad.sub_(row_dot[b]).mul_(probs);  // dS = P * (dP - rowsum(dP * P))
+      at::Tensor grad_fp32 = widened(grad);  // `grad` itself for float32
+      grad_fp32.sub_(row_dot[b]).mul_(probs_fp32);  // dS = P * (dP - rowsum(dP * P))
+      if (is_half_precision(grad)) grad.copy_(grad_fp32);
       at::Tensor dq = grad_q[b], dk = grad_k[b];
       at::bmm_out(dq, grad, k[b]);
       at::bmm_out(dk, grad.transpose(1, 2), q[b]);

@@ -52,7 +52,7 @@ at::Tensor BertEmbeddings::forward(const at::Tensor& input_ids, const at::Tensor
     x = x + token_type_embeddings->forward(at::zeros({1, 1}, long_options));  // row 0, broadcast
   }
   x = x + position_embeddings->forward(at::arange(length, long_options).unsqueeze(0));
-  x = layer_norm->forward(x);
+  x = detail::norm_in_fp32(layer_norm, x);
   return detail::seeded_dropout(x, dropout_, is_training());
 }
 
@@ -77,7 +77,7 @@ BertResidualOutput::BertResidualOutput(const io::BertConfig& s, int64_t in_featu
 at::Tensor BertResidualOutput::forward(const at::Tensor& x, const at::Tensor& residual) {
   at::Tensor h = dense->forward(x);
   h = detail::seeded_dropout(h, dropout_, is_training());
-  return layer_norm->forward(h + residual);
+  return detail::norm_in_fp32(layer_norm, h + residual);
 }
 
 BertLayer::BertLayer(const io::BertConfig& s) : activation_(s.activation_fn()) {

@@ -38,7 +38,7 @@ at::Tensor DistilBertEmbeddings::forward(const at::Tensor& input_ids) {
                  length, max_positions);
   const at::Tensor positions = at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
   at::Tensor x = word_embeddings->forward(input_ids) + position_embeddings->forward(positions);
-  x = layer_norm->forward(x);
+  x = detail::norm_in_fp32(layer_norm, x);
   return detail::seeded_dropout(x, dropout_, is_training());
 }
 
@@ -75,8 +75,8 @@ DistilBertLayer::DistilBertLayer(const io::DistilBertConfig& s) {
 }
 
 at::Tensor DistilBertLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = sa_layer_norm->forward(attention->forward(hidden, key_mask) + hidden);
-  return output_layer_norm->forward(ffn->forward(attended) + attended);
+  const at::Tensor attended = detail::norm_in_fp32(sa_layer_norm, attention->forward(hidden, key_mask) + hidden);
+  return detail::norm_in_fp32(output_layer_norm, ffn->forward(attended) + attended);
 }
 
 DistilBertModel::DistilBertModel(const io::DistilBertConfig& s) {

@@ -1,6 +1,7 @@
 // Shared building blocks (layers.hpp) and the loss every classifier uses (model.hpp).
 #include "models/layers.hpp"
 
+#include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/model.hpp"
 
@@ -93,5 +94,12 @@ at::Tensor sinusoidal_table(int64_t n_pos, int64_t dim) {
   return table;
 }
 
+at::Tensor norm_in_fp32(const torch::nn::LayerNorm& norm, const at::Tensor& x) {
+  if (!compat::AutocastScope::is_enabled(x.device().type()) && x.scalar_type() == at::kFloat) return norm.ptr()->forward(x);
+  const compat::AutocastScope fp32(x.device().type(), /*enabled=*/false);
+  return norm.ptr()->forward(x.to(at::kFloat));
+}
+
 }  // namespace detail
 }  // namespace hpctrain::models
+

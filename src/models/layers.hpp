@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/normalization.h>
 
 #include <cstdint>
 #include <string>
@@ -22,5 +23,9 @@ void init_like_transformers(torch::nn::Module& root, double std);
 // DistilBERT's create_sinusoidal_embeddings: angle pos / 10000^(2*(j/2)/dim) in double, sin on even
 // columns, cos on odd, rounded to float32 -> [n_pos, dim].
 [[nodiscard]] at::Tensor sinusoidal_table(int64_t n_pos, int64_t dim);
+
+// norm(x) in float32 with autocast off for it (an fp32 island, as autocast's fp32 ops): LayerNorm statistics
+// of bf16/fp16 activations are computed in fp32, and the output is fp32 (so is the residual stream).
+[[nodiscard]] at::Tensor norm_in_fp32(const torch::nn::LayerNorm& norm, const at::Tensor& x);
 
 }  // namespace hpctrain::models::detail

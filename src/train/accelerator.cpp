@@ -73,6 +73,8 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
   set_threads(threads_);
   device_ = select_device(options_.device, comm_.local_rank(), comm_.local_size());
+  precision_ = PrecisionPolicy(options_.mixed_precision, options_.loss_scaling, device_.type());
+  if (const std::string note = precision_.startup_note(); !note.empty()) log::info("{}", note);
 }
 
 Accelerator::~Accelerator() = default;
@@ -125,7 +127,10 @@ std::unique_ptr<loader::ShardLoader> Accelerator::prepare(torch::nn::Module& mod
 }
 
 void Accelerator::backward(const at::Tensor& loss) {
-  loss.backward();
+  if (const DynamicLossScaler* scaler = precision_.scaler())
+    (loss * scaler->scale()).backward();
+  else
+    loss.backward();
   if (reducer_ && reducer_->sync()) log_warnings(reducer_->finalize());
 }
 
@@ -146,7 +151,45 @@ void Accelerator::set_gradient_sync(bool sync) {
   reducer().set_sync(sync);
 }
 
+// Note [Found-inf agreement]
+// A step is skipped on every rank or on none, yet found_inf costs no collective of its own: it is read
+// from the averaged gradients, after the reducer's allreduce. A rank's inf or NaN makes the sum inf or
+// NaN on every rank whatever the summation order (inf + finite = inf, inf - inf = NaN, NaN + x = NaN;
+// row-sparse buckets count NaN as non-zero, Note [Row-sparse buckets]), and every rank receives the
+// same averaged bits (the replicas stay equal, which --check-sync-every verifies), so every rank reads
+// the same flag. Gradients that were never reduced (a step with sync off) would break this: the trainer
+// unscales only after a synced micro-batch. Local SGD without a gradient allreduce needs the flag in its
+// own reduction.
+bool Accelerator::unscale_gradients() {
+  const DynamicLossScaler* scaler = precision_.scaler();
+  if (scaler == nullptr || unscaled_) return found_inf_;
+  at::NoGradGuard no_grad;
+  const double inverse = 1.0 / scaler->scale();
+  std::vector<at::Tensor> nonfinite;
+  for (const at::Tensor& param : trainable_) {
+    if (!param.grad().defined()) continue;
+    at::Tensor grad = param.grad();
+    grad.mul_(inverse);
+    nonfinite.push_back(at::isfinite(grad).logical_not().any());
+  }
+  found_inf_ = !nonfinite.empty() && at::stack(nonfinite).any().item<bool>();
+  unscaled_ = true;
+  return found_inf_;
+}
+
+void Accelerator::update_loss_scale() {
+  DynamicLossScaler* scaler = precision_.scaler();
+  if (scaler != nullptr && unscaled_) scaler->update(found_inf_);
+  unscaled_ = found_inf_ = false;
+}
+
+std::optional<double> Accelerator::loss_scale() const {
+  const DynamicLossScaler* scaler = precision_.scaler();
+  return scaler ? std::optional<double>(scaler->scale()) : std::nullopt;
+}
+
 double Accelerator::clip_grad_norm(double max_norm) {
+  (void)unscale_gradients();  // clipping sees unscaled gradients (Accelerate's clip_grad_norm_)
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> norms;
   for (const at::Tensor& param : trainable_) {
@@ -206,6 +249,8 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
       else
         models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
       if (optimizer_ != nullptr) save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
+      if (const DynamicLossScaler* scaler = precision_.scaler())
+        write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
       if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
       write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
     });
@@ -244,6 +289,22 @@ void Accelerator::load_tensors(const fs::path& dir) {
     });
     optimizer_->load_state_dict(std::map<std::string, at::Tensor>(state.begin(), state.end()));
   }
+  if (precision_.scaler() != nullptr) load_scaler(dir);
+}
+
+// Rank 0 reads `dir`/scaler.json, every rank loads the same state; a folder without it keeps the scale.
+void Accelerator::load_scaler(const fs::path& dir) {
+  const fs::path file = dir / kScalerName;
+  std::string text;
+  dist::run_collectively(comm_, fmt::format("reading '{}'", file.string()), [&] {
+    if (comm_.is_main_process() && fs::is_regular_file(file)) text = read_text(file);
+  });
+  comm_.broadcast_string(text, 0);
+  if (text.empty()) {
+    log::info("{}: no loss scaler state; starting from scale {}", dir.string(), precision_.scaler()->scale());
+    return;
+  }
+  precision_.scaler()->load_json(io::parse_json_text(text, file.string()), file.string());
 }
 
 void Accelerator::print_line(const std::string& line) { log::write_info(line); }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <iterator>
+#include <sstream>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/field_count.hpp"
@@ -65,6 +66,7 @@ void check_distributed(const TrainOptions& o) {
   HPCTRAIN_CHECK(a.first_bucket_mb > 0 && a.first_bucket_mb <= 4096, "--first-bucket-mb {}: expected 0 < MiB <= 4096",
                  a.first_bucket_mb);
   check_not_negative(o.check_sync_every, "--check-sync-every", "never");
+  if (!o.inject_overflow.empty()) (void)parse_injected_overflow(o.inject_overflow);
   HPCTRAIN_CHECK(a.threads >= 0, "--threads {}: expected >= 0 (0 = cores on the node / ranks on the node)", a.threads);
   HPCTRAIN_CHECK(a.device == "auto" || a.device == "cpu" || a.device == "cuda", "--device '{}': expected auto, cpu or cuda",
                  a.device);
@@ -95,6 +97,8 @@ std::string to_text(const std::string& value) { return value; }
 std::string to_text(const fs::path& value) { return value.string(); }
 std::string to_text(data::ShuffleMode value) { return std::string(data::to_string(value)); }
 std::string to_text(bool value) { return value ? "true" : "false"; }
+std::string to_text(MixedPrecision value) { return std::string(to_string(value)); }
+std::string to_text(LossScaling value) { return std::string(to_string(value)); }
 template <typename Number>
 std::string to_text(Number value) { return fmt::format("{}", value); }
 
@@ -156,6 +160,8 @@ const OptionField kFields[] = {
     {"--seed", kValue, accelerator_text_of<&A::seed>},
     {"--log-all-ranks", kPerRank, accelerator_text_of<&A::log_all_ranks>},
     {"--collective-timeout", kValue, accelerator_text_of<&A::collective_timeout>},
+    {"--mixed-precision", kValue, accelerator_text_of<&A::mixed_precision>},
+    {"--loss-scale", kValue, accelerator_text_of<&A::loss_scaling>},
     {"--check-sync-every", kValue, text_of<&O::check_sync_every>},
     {"--output", kRank0, text_of<&O::output>},
     {"--save-steps", kValue, text_of<&O::save_steps>},
@@ -166,6 +172,7 @@ const OptionField kFields[] = {
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
+    {"--inject-overflow", kValue, text_of<&O::inject_overflow>},  // names the rank: equal everywhere
 };
 // TrainOptions::accelerator and TrainOptions::optimizer have one entry per member of AcceleratorOptions and
 // OptimizerOptions instead of one of their own.
@@ -175,6 +182,16 @@ static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions
               "kFields (flag and Agreement, Note [Agreed options])");
 
 }  // namespace
+
+InjectedOverflow parse_injected_overflow(const std::string& text) {
+  InjectedOverflow out;
+  char colon = 0;
+  std::istringstream in(text);
+  const bool ok = (in >> out.rank >> colon >> out.step) && colon == ':' && in.peek() == EOF && out.rank >= 0 &&
+                  out.step >= 1;
+  HPCTRAIN_CHECK(ok, "--inject-overflow '{}': expected RANK:STEP (rank >= 0, optimizer step >= 1)", text);
+  return out;
+}
 
 const std::vector<OptionField>& train_option_fields() {
   static const std::vector<OptionField> fields(std::begin(kFields), std::end(kFields));

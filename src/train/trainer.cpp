@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <limits>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -104,10 +105,15 @@ struct Run {
   std::ofstream trace;
   int64_t total = 0;
   int64_t last_eval_step = -1;
+  bool inject_overflow = false;  // --inject-overflow
+  InjectedOverflow overflow_at;
   bool best_is_current = false;  // the last evaluation set best_metric
   std::optional<EvaluationResult> last_eval;
 
-  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator) {}
+  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator) {
+    inject_overflow = !o.inject_overflow.empty();
+    if (inject_overflow) overflow_at = parse_injected_overflow(o.inject_overflow);
+  }
   void set_up();
   void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
@@ -226,7 +232,11 @@ Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, in
   models::ModelInputs inputs = to_model_inputs(batch, acc.device());
   const at::Tensor labels = inputs.labels;
   inputs.labels = at::Tensor();  // per-example losses below, not the model's batch mean
-  const at::Tensor logits = setup.model->forward(inputs).logits;
+  at::Tensor logits;
+  {
+    const AutocastRegion region = acc.autocast();  // --mixed-precision: the forward's matrix products
+    logits = setup.model->forward(inputs).logits;
+  }
   MicroBatch out;
   out.keep = batch.is_padding.logical_not().contiguous();
   auto keep_row = out.keep.accessor<bool, 1>();
@@ -234,6 +244,7 @@ Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, in
     for (int64_t row = 0; row < batch.size(); ++row)
       if (before_position(g, comm.rank(), batch_index, row, resume_skip)) keep_row[row] = false;
   }
+  // The loss in fp32, outside the autocast region.
   const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
   out.local_sum = at::where(out.keep.to(acc.device()), per_example, at::zeros_like(per_example)).sum();
   const double local_value = out.local_sum.item<double>();
@@ -289,7 +300,9 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
       continue;
     }
     // Gradient of the mean over the global batch once the reducer averages over W ranks.
-    const double scale = g.world_size / (std::max(1.0, micro.global_rows) * static_cast<double>(micro_batches));
+    double scale = g.world_size / (std::max(1.0, micro.global_rows) * static_cast<double>(micro_batches));
+    if (inject_overflow && i + 1 == micro_batches && overflow_at == InjectedOverflow{comm.rank(), state.global_step + 1})
+      scale = std::numeric_limits<double>::infinity();  // --inject-overflow: this rank's gradients become inf
     start = Clock::now();
     acc.backward(micro.local_sum * scale);
     const double exposed = acc.sync_gradients() ? acc.reducer().last_step_stats().exposed_seconds : 0.0;
@@ -301,20 +314,29 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   const auto start = Clock::now();
   double grad_norm = 0;
   const double lr = learning_rate(state.schedule, state.global_step);
+  bool overflow = false;
   if (skip) {
     acc.set_gradient_sync(true);
+    ++state.skipped_steps;
+  } else if (acc.unscale_gradients()) {  // Note [Found-inf agreement]: the same on every rank
+    overflow = true;
     ++state.skipped_steps;
   } else {
     grad_norm = acc.clip_grad_norm(options.max_grad_norm);
     optimizer->step(lr);
   }
+  acc.update_loss_scale();
+  if (overflow)
+    report->info(fmt::format("step {}: the gradients hold inf/NaN (loss scaling); the step is skipped on every rank, "
+                             "loss scale now {}", state.global_step + 1, *acc.loss_scale()));
   acc.zero_grad();
   times.optimizer = since(start);
   times.total = since(step_start);
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
   const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
-  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times};
+  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times,
+                          skip || overflow, acc.loss_scale()};
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }
 

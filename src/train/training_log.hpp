@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "hpctrain/train/metrics.hpp"
@@ -32,6 +33,8 @@ struct StepRecord {
   double grad_norm = 0;    // global gradient norm before clipping
   int64_t samples = 0;     // examples in the global batch (padding duplicates excluded)
   StepTimes times;
+  bool skipped = false;    // no optimizer step (non-finite loss, or gradients overflowed under loss scaling)
+  std::optional<double> loss_scale;  // after this step's update, with loss scaling
 };
 
 class TrainingLog {

@@ -22,22 +22,36 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "hpctrain/compat/torch.hpp"
 #include "hpctrain/ddp/gradient_reducer.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/loader/shard_loader.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
 #include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/train/precision.hpp"
 
 namespace hpctrain::train {
 
+// Accelerator::autocast(): the policy's autocast region while it lives; nothing without mixed precision.
+class AutocastRegion {
+ public:
+  explicit AutocastRegion(const PrecisionPolicy& policy) {
+    if (const auto dtype = policy.autocast_dtype()) scope_.emplace(policy.device(), true, *dtype);
+  }
+
+ private:
+  std::optional<compat::AutocastScope> scope_;
+};
+
 class Accelerator {
  public:
-  // Sets the log context, CPU threads (train::set_threads), the collective timeout and picks the device.
-  // Not collective.
+  // Sets the log context, CPU threads (train::set_threads), the collective timeout, picks the device and
+  // the precision policy (Error naming --mixed-precision for fp16 without CUDA). Not collective.
   Accelerator(dist::Comm& comm, AcceleratorOptions options = {});
   ~Accelerator();
   Accelerator(const Accelerator&) = delete;
@@ -67,7 +81,12 @@ class Accelerator {
                                                              loader::LoaderOptions options);
   void register_optimizer(Optimizer& optimizer) { optimizer_ = &optimizer; }
 
-  // loss.backward(); on a synced micro-batch the gradients are then averaged over all ranks
+  // Accelerate's autocast(): wrap forward and loss in it (`auto region = acc.autocast();`). Under bf16 the
+  // matrix products run in bf16 on float32 weights (cast copies); LayerNorm, softmax and the loss stay fp32.
+  [[nodiscard]] AutocastRegion autocast() const { return AutocastRegion(precision_); }
+  [[nodiscard]] const PrecisionPolicy& precision() const { return precision_; }
+
+  // loss.backward() (of loss * loss_scale() when the loss is scaled); on a synced micro-batch the gradients are then averaged over all ranks
   // (collective); a CPU parameter's .grad is then a view of the reducer's buffer, overwritten by the next
   // synced backward (Note [Gradients as bucket views]). Reducer warnings (e.g. parameters without a
   // gradient) are logged once each.
@@ -81,7 +100,16 @@ class Accelerator {
   [[nodiscard]] ddp::NoSyncScope no_sync();
   void set_gradient_sync(bool sync);
 
-  // Scales the (already averaged, so identical on every rank) gradients of the prepared model so their
+  // Loss scaling (PrecisionPolicy::scaler()): divides the averaged gradients by the scale once per step and
+  // returns whether any is inf/NaN (found_inf; later calls in the step return the same). Agreed without a
+  // collective of its own: Note [Found-inf agreement]. Without loss scaling: false, nothing done.
+  [[nodiscard]] bool unscale_gradients();
+  // After every optimizer step, taken or skipped on found_inf: the scaler's update (GradScaler.update()).
+  void update_loss_scale();
+  // The scale the next backward multiplies the loss by; nullopt without loss scaling.
+  [[nodiscard]] std::optional<double> loss_scale() const;
+
+  // unscale_gradients() first; then scales the (already averaged, so identical on every rank) gradients of the prepared model so their
   // global L2 norm is at most max_norm, as torch.nn.utils.clip_grad_norm_; max_norm <= 0 only measures.
   // Returns the norm before clipping. Not collective.
   double clip_grad_norm(double max_norm);
@@ -98,7 +126,8 @@ class Accelerator {
 
   // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): a SequenceClassifier as
   // save_pretrained (config.json, model.safetensors, tokenizer files), any other module as
-  // model.safetensors; optimizer.safetensors when one is registered; trainer_state.json when
+  // model.safetensors; optimizer.safetensors when one is registered; scaler.json with loss scaling;
+  // trainer_state.json when
   // `trainer_state` is not null; last checksums.sha256 (Note [Verified checkpoints]). Returns after
   // every rank knows the folder is complete.
   void save_state(const std::filesystem::path& dir, const nlohmann::json& trainer_state = nullptr);
@@ -106,7 +135,8 @@ class Accelerator {
   // rank), then load_tensors(dir). Returns trainer_state.json (null when absent).
   nlohmann::json load_state(const std::filesystem::path& dir);
   // Collective. Rank 0 reads `dir`, every rank receives: the model's weights and buffers (strict) and
-  // the optimizer's state when registered. No verification: for callers that verified `dir` already.
+  // the optimizer's state when registered, the loss scaler's when scaling and the folder has scaler.json
+  // (a folder without it leaves the scale as it is). No verification: for callers that verified `dir` already.
   void load_tensors(const std::filesystem::path& dir);
   // Tokenizer files save_state copies into model folders.
   void set_tokenizer_files(std::vector<std::filesystem::path> files) { tokenizer_files_ = std::move(files); }
@@ -125,10 +155,13 @@ class Accelerator {
 
  private:
   void log_warnings(const std::string& warnings);
+  void load_scaler(const std::filesystem::path& dir);
 
   dist::Comm& comm_;
   AcceleratorOptions options_;
   at::Device device_{at::kCPU};
+  PrecisionPolicy precision_;
+  bool unscaled_ = false, found_inf_ = false;  // this step's unscale_gradients()
   int threads_ = 1;
   torch::nn::Module* model_ = nullptr;
   Optimizer* optimizer_ = nullptr;

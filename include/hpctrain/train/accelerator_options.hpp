@@ -7,6 +7,7 @@
 
 #include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/train/precision.hpp"
 
 namespace hpctrain::train {
 
@@ -25,6 +26,9 @@ struct AcceleratorOptions {
   // Seconds a collective may wait before the job ends naming the missing ranks; 0 = off. Process-wide
   // (Comm::set_collective_timeout, Note [Collective timeout]).
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
+  // Autocast region of forward and loss (autocast()); fp16 needs CUDA. Weights stay float32.
+  MixedPrecision mixed_precision = MixedPrecision::no;
+  LossScaling loss_scaling = LossScaling::automatic;  // dynamic: scale the loss with any precision
 };
 
 }  // namespace hpctrain::train

@@ -60,6 +60,9 @@ struct TrainOptions {
   // Testing aid: every rank appends "epoch step example_index" per trained example to
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;
+  // Testing aid of loss scaling: "RANK:STEP", the rank whose gradients become inf in optimizer step STEP
+  // (1-based) before they are averaged; "" = never.
+  std::string inject_overflow;
 };
 
 // How an option is compared across ranks at start-up (Note [Agreed options], run_agreement.hpp).
@@ -80,6 +83,14 @@ struct OptionField {
 // Every member of TrainOptions exactly once, in declaration order (train_options.cpp counts them at
 // compile time: a new member without an entry does not build).
 [[nodiscard]] const std::vector<OptionField>& train_option_fields();
+
+// --inject-overflow RANK:STEP (TrainOptions::inject_overflow); Error naming the option otherwise.
+struct InjectedOverflow {
+  int rank = 0;
+  int64_t step = 0;  // 1-based optimizer step
+  bool operator==(const InjectedOverflow& other) const { return rank == other.rank && step == other.step; }
+};
+[[nodiscard]] InjectedOverflow parse_injected_overflow(const std::string& text);
 
 // Throws Error naming the option, the value and what is allowed (pure: no file system access
 // except that the data file and --model folder must exist).
