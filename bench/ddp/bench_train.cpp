@@ -12,7 +12,7 @@
 // "on": {"median_s","samples_per_s",...}, "off": {...}} with "on"/"off" present when measured.
 //
 //   mpirun -np N bench_train --model distilbert|cnn [--threads T=1] [--steps S=10] [--warmup W=2]
-//                            [--overlap on|off] [--sync alternate|on|off]
+//                            [--overlap on|off] [--sync alternate|on|off] [--mixed-precision no|bf16]
 //   (S steps of each measured kind, after W warm-up steps.)
 #include "../models/benchmark_models.hpp"
 #include "hpctrain/dist/comm.hpp"
@@ -45,6 +45,7 @@ struct Settings {
   int warmup = 2;
   bool overlap = true;
   std::string sync = "alternate";  // alternate | on | off
+  std::string mixed_precision = "no";  // no | bf16 (Accelerator autocast)
 };
 
 bool on_off(const std::string& option, const std::string& value) {
@@ -69,6 +70,7 @@ Settings parse(int argc, char** argv) {
     else if (arg == "--warmup") s.warmup = std::stoi(value);
     else if (arg == "--overlap") s.overlap = on_off(arg, value);
     else if (arg == "--sync") s.sync = value;
+    else if (arg == "--mixed-precision") s.mixed_precision = value;
     else {
       std::cerr << "bench_train: unknown option " << arg << "\n";
       std::exit(2);
@@ -98,6 +100,7 @@ int run(dist::Comm& comm, const Settings& s) {
   train::AcceleratorOptions options;
   options.threads = s.threads;
   options.overlap = s.overlap;
+  options.mixed_precision = train::parse_mixed_precision(s.mixed_precision);
   train::Accelerator acc(comm, options);
   torch::manual_seed(0);
   const auto model = models::from_config(io::HfConfig::from_json(bench::benchmark_config(s.model), "bench_train"));
@@ -117,7 +120,11 @@ int run(dist::Comm& comm, const Settings& s) {
     acc.wait_for_everyone();
     const auto start = Clock::now();
     acc.zero_grad();
-    const models::ModelOutput out = model->forward(inputs);
+    models::ModelOutput out;
+    {
+      const train::AutocastRegion region = acc.autocast();
+      out = model->forward(inputs);
+    }
     const auto forward_done = Clock::now();
     acc.backward(out.loss);
     const auto backward_done = Clock::now();
@@ -140,7 +147,8 @@ int run(dist::Comm& comm, const Settings& s) {
     const double samples = static_cast<double>(bench::benchmark_batch(s.model) * comm.world_size());
     nlohmann::json result{{"impl", "hpctrain"},          {"model", s.model},
                           {"ranks", comm.world_size()},  {"threads", s.threads},
-                          {"overlap", acc.reducer().overlap()}, {"steps", s.steps}};
+                          {"overlap", acc.reducer().overlap()}, {"steps", s.steps},
+                          {"mixed_precision", s.mixed_precision}};
     if (!synced[0].empty()) result["on"] = summary(synced, samples);
     if (!unsynced[0].empty()) result["off"] = summary(unsynced, samples);
     std::cout << result.dump() << std::endl;

@@ -23,8 +23,11 @@ bool is_integral(const at::Tensor& t) { return !at::isFloatingType(t.scalar_type
 
 // As transformers' *ForSequenceClassification.forward (the problem type is decided per call and not
 // stored back, so one model can be called with both kinds of labels in tests).
-at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels, io::ProblemType problem_type) {
+at::Tensor classification_loss(const at::Tensor& bare_logits, const at::Tensor& labels, io::ProblemType problem_type) {
   using io::ProblemType;
+  // The loss in fp32 (bf16/fp16 logits come from an autocast region).
+  const bool half = bare_logits.scalar_type() == at::kBFloat16 || bare_logits.scalar_type() == at::kHalf;
+  const at::Tensor logits = half ? bare_logits.to(at::kFloat) : bare_logits;
   const int64_t num_labels = logits.size(-1);
   if (problem_type == ProblemType::unset) {
     if (num_labels == 1) problem_type = ProblemType::regression;

@@ -22,6 +22,7 @@
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/adamw.hpp"
 #include "hpctrain/train/precision.hpp"
+#include "models/layers.hpp"
 
 using namespace hpctrain;
 using namespace hpctrain::train;
@@ -117,6 +118,18 @@ BOOST_AUTO_TEST_CASE(bf16_flags_are_read_from_the_cpuinfo_flags) {
   BOOST_TEST(bf16_flags_of("flags : fpu avx2 avx512f avx512bw") == "");
 }
 
+BOOST_AUTO_TEST_CASE(layer_norm_of_bf16_activations_runs_in_fp32_under_autocast) {
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({8}));
+  torch::manual_seed(2);
+  const at::Tensor x = (at::randn({3, 8}) * 40 + 100).to(at::kBFloat16);
+  const compat::AutocastScope region(c10::DeviceType::CPU, true);
+  // A plain norm->forward(x) throws in LibTorch 1.13 (bf16 input, fp32 weight: autocast leaves layer_norm alone).
+  const at::Tensor y = models::detail::norm_in_fp32(norm, x);
+  BOOST_TEST(y.scalar_type() == at::kFloat);
+  BOOST_TEST(at::allclose(y, at::layer_norm(x.to(at::kFloat), {8}), 1e-5, 1e-5));
+  BOOST_TEST(compat::AutocastScope::is_enabled(c10::DeviceType::CPU));  // the fp32 island ended
+}
+
 BOOST_AUTO_TEST_CASE(bf16_autocast_runs_the_products_in_bf16_and_keeps_fp32_master_weights) {
   auto comm = dist::make_single_process_comm();
   AcceleratorOptions options;
@@ -142,7 +155,7 @@ BOOST_AUTO_TEST_CASE(bf16_autocast_runs_the_products_in_bf16_and_keeps_fp32_mast
     at::removeCallback(handle);
   }
   // Every matrix product the forward ran (Linear layers: addmm, matmul -> mm; BlockedAttention: baddbmm and
-  // bmm) gave a bf16 result; LayerNorm and BlockedAttention's softmax took float32 inputs.
+  // bmm) gave a bf16 result; LayerNorm and BlockedAttention's softmax ran in float32.
   for (const char* product : {"aten::addmm", "aten::mm", "aten::bmm", "aten::baddbmm", "aten::matmul"}) {
     BOOST_TEST(seen_outputs.count(product) == 1u, product);
     BOOST_TEST((seen_outputs[product] == std::set<std::string>{"BFloat16"}), product);
@@ -150,6 +163,7 @@ BOOST_AUTO_TEST_CASE(bf16_autocast_runs_the_products_in_bf16_and_keeps_fp32_mast
   for (const auto& [name, dtypes] : seen_outputs)
     BOOST_TEST_MESSAGE(name << " -> " << fmt::format("{}", fmt::join(dtypes, " ")));
   BOOST_TEST((seen_inputs["aten::layer_norm"] == std::set<std::string>{"Float"}));
+  BOOST_TEST((seen_outputs["aten::layer_norm"] == std::set<std::string>{"Float"}));  // not cast down by autocast
   BOOST_TEST((seen_inputs["aten::_softmax"] == std::set<std::string>{"Float"}));
   const at::Tensor loss = at::cross_entropy_loss(logits.to(at::kFloat), at::randint(3, {4}, at::kLong));
   acc.backward(loss);
