@@ -124,6 +124,8 @@ po::options_description checkpoint_group(train::TrainOptions& o, Texts& t) {
       ("save-steps", po::value(&o.save_steps)->default_value(0), "steps between checkpoints (0: every epoch's end)")
       ("save-total-limit", po::value(&o.save_total_limit)->default_value(0), "newest checkpoints kept (0: all)")
       ("eval-steps", po::value(&o.eval_steps)->default_value(0), "steps between evaluations (0: every epoch's end)")
+      ("save-dtype", po::value(&o.save_dtype)->default_value(o.save_dtype), "fp32 | bf16 | fp16: dtype of the final "
+       "model's weights (OUTPUT/final); checkpoints keep fp32 so that resume is exact")
       ("resume", po::value(&o.resume), "auto (newest intact checkpoint of the run in --output) or a checkpoint folder")
       ("overwrite-output-dir", po::bool_switch(&o.overwrite_output_dir), "start a new run in an --output that holds "
        "another run's files (they are kept, renamed NAME.run-ID; its checkpoints are never removed)");

@@ -55,8 +55,12 @@ Pretrained from_pretrained(const fs::path& dir) {
 }
 
 void write_pretrained_files(const SequenceClassifier& model, const fs::path& dir,
-                            const std::vector<fs::path>& tokenizer_files) {
-  const StateDict tensors = state_dict(model);
+                            const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
+  StateDict tensors = state_dict(model);
+  if (save_dtype) {
+    for (auto& [name, tensor] : tensors)
+      if (tensor.is_floating_point()) tensor = tensor.to(*save_dtype);
+  }
   HPCTRAIN_CHECK(!tensors.empty(), "save_pretrained: the model has no parameters");
   const HostViews host = host_views(tensors);
   io::save_sharded(dir, host.views, {{"format", "pt"}});
@@ -68,13 +72,13 @@ void write_pretrained_files(const SequenceClassifier& model, const fs::path& dir
 }
 
 void save_pretrained(const SequenceClassifier& model, const fs::path& dir,
-                     const std::vector<fs::path>& tokenizer_files) {
+                     const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
   if (fs::exists(dir)) {
     HPCTRAIN_CHECK(fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "config.json")),
                    "save_pretrained: refusing to replace '{}': it exists and is not a model folder (no config.json)",
                    dir.string());
   }
-  io::write_folder_atomically(dir, [&](const fs::path& tmp) { write_pretrained_files(model, tmp, tokenizer_files); });
+  io::write_folder_atomically(dir, [&](const fs::path& tmp) { write_pretrained_files(model, tmp, tokenizer_files, save_dtype); });
 }
 
 }  // namespace hpctrain::models

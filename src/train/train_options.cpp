@@ -81,6 +81,7 @@ void check_outputs(const TrainOptions& o) {
   check_not_negative(o.save_steps, "--save-steps", "at the end of every epoch");
   check_not_negative(o.save_total_limit, "--save-total-limit", "keep all");
   check_not_negative(o.eval_steps, "--eval-steps", "at the end of every epoch");
+  (void)parse_save_dtype(o.save_dtype);
   check_positive(o.logging_steps, "--logging-steps");
   HPCTRAIN_CHECK(o.resume.empty() || !o.overwrite_output_dir, "--resume {} continues the run in --output; "
                  "--overwrite-output-dir starts a new one: give one of them", o.resume);
@@ -169,6 +170,7 @@ const OptionField kFields[] = {
     {"--resume", kRank0, text_of<&O::resume>},
     {"--overwrite-output-dir", kRank0, text_of<&O::overwrite_output_dir>},
     {"--eval-steps", kValue, text_of<&O::eval_steps>},
+    {"--save-dtype", kValue, text_of<&O::save_dtype>},
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
@@ -182,6 +184,13 @@ static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions
               "kFields (flag and Agreement, Note [Agreed options])");
 
 }  // namespace
+
+c10::ScalarType parse_save_dtype(const std::string& text) {
+  if (text == "fp32") return c10::kFloat;
+  if (text == "bf16") return c10::kBFloat16;
+  if (text == "fp16") return c10::kHalf;
+  fail("--save-dtype '{}': expected fp32, bf16 or fp16", text);
+}
 
 InjectedOverflow parse_injected_overflow(const std::string& text) {
   InjectedOverflow out;

@@ -397,7 +397,7 @@ TrainResult Run::finish(double seconds, int64_t samples) {
   result.final_dir = options.output / "final";
   dist::run_collectively(comm, "saving the final model", [&] {
     if (!comm.is_main_process()) return;
-    models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files);
+    models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
     io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
   });
   log::info("done: {} steps in {} ({:.1f} samples/s); final model in {}", state.global_step, format_duration(seconds),

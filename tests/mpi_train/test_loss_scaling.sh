@@ -22,9 +22,18 @@ grep -q "step 3: the gradients hold inf/NaN" "$WORK/a.log" && ok "the skip is re
   "$WORK/run/checkpoint-4/trainer_state.json" "$WORK/run/checkpoint-4/scaler.json" \
   && ok "checkpoint-4/scaler.json holds scale 32768" || bad "scaler.json in the checkpoint"
 
-# Resume: the scale continues from the checkpoint (32768), not from 2^16.
+# Resume: the scale continues from the checkpoint (32768), not from 2^16. --save-dtype bf16: final/ in bf16.
 run_ok "resume to step 6" "$WORK/b.log" \
-  mpi 2 train $(train_args "$WORK/run") "${scaled[@]}" --max-steps 6 --inject-overflow 1:3 --resume auto
+  mpi 2 train $(train_args "$WORK/run") "${scaled[@]}" --max-steps 6 --inject-overflow 1:3 --resume auto --save-dtype bf16
+"$PY" - "$WORK/run/final" "$WORK/run/checkpoint-6" <<'PYEOF' && ok "final/ in bf16, checkpoints in fp32" || bad "--save-dtype"
+import json, struct, sys
+def dtypes(folder):
+    with open(folder + "/model.safetensors", "rb") as f:
+        header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    return {v["dtype"] for k, v in header.items() if k != "__metadata__"}, json.load(open(folder + "/config.json"))["torch_dtype"]
+print(dtypes(sys.argv[1]), dtypes(sys.argv[2]))
+sys.exit(0 if dtypes(sys.argv[1]) == ({"BF16"}, "bfloat16") and dtypes(sys.argv[2]) == ({"F32"}, "float32") else 1)
+PYEOF
 "$PY" - "$WORK/run/metrics.jsonl" <<'PYEOF' && ok "resumed steps keep scale 32768" || bad "resume lost the scale"
 import json, sys
 lines = {e["step"]: e for e in map(json.loads, open(sys.argv[1])) if "loss_scale" in e}

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <c10/core/ScalarType.h>
+
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
 #include "hpctrain/train/optimizer_options.hpp"
@@ -53,6 +55,8 @@ struct TrainOptions {
   std::string resume;                      // "" (fresh), "auto" (newest intact checkpoint of this run) or a folder
   bool overwrite_output_dir = false;       // start a new run in a folder holding another's (Note [One run per folder])
   int64_t eval_steps = 0;                  // steps between evaluations; 0 = at the end of every epoch
+  // dtype of OUTPUT/final's weights: fp32 | bf16 | fp16 (checkpoints keep fp32: resume stays exact).
+  std::string save_dtype = "fp32";
 
   // ---- Logging ----
   int64_t logging_steps = 10;              // steps between metrics.jsonl lines / plain progress lines
@@ -91,6 +95,9 @@ struct InjectedOverflow {
   bool operator==(const InjectedOverflow& other) const { return rank == other.rank && step == other.step; }
 };
 [[nodiscard]] InjectedOverflow parse_injected_overflow(const std::string& text);
+
+// --save-dtype as a ScalarType (Error naming the option).
+[[nodiscard]] c10::ScalarType parse_save_dtype(const std::string& text);
 
 // Throws Error naming the option, the value and what is allowed (pure: no file system access
 // except that the data file and --model folder must exist).
