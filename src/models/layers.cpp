@@ -98,9 +98,10 @@ at::Tensor sinusoidal_table(int64_t n_pos, int64_t dim) {
 }
 
 at::Tensor norm_in_fp32(const torch::nn::LayerNorm& norm, const at::Tensor& x) {
-  if (!compat::AutocastScope::is_enabled(x.device().type()) && x.scalar_type() == at::kFloat) return norm.ptr()->forward(x);
+  // Outside autocast a model cast as a whole (model->to(kBFloat16 or kDouble)) normalizes in its own dtype.
+  if (!compat::AutocastScope::is_enabled(x.device().type())) return norm.ptr()->forward(x);
   const compat::AutocastScope fp32(x.device().type(), /*enabled=*/false);
-  return norm.ptr()->forward(x.to(at::kFloat));
+  return norm.ptr()->forward(x.to(norm->weight.scalar_type()));  // the master weights' dtype: float32
 }
 
 }  // namespace detail

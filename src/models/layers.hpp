@@ -24,8 +24,9 @@ void init_like_transformers(torch::nn::Module& root, double std);
 // columns, cos on odd, rounded to float32 -> [n_pos, dim].
 [[nodiscard]] at::Tensor sinusoidal_table(int64_t n_pos, int64_t dim);
 
-// norm(x) in float32 with autocast off for it (an fp32 island, as autocast's fp32 ops): LayerNorm statistics
-// of bf16/fp16 activations are computed in fp32, and the output is fp32 (so is the residual stream).
+// Inside an autocast region: norm(x) in the weights' dtype (float32) with autocast off for it (an fp32 island,
+// as autocast's fp32 ops): LayerNorm statistics of bf16/fp16 activations are computed in fp32, and the
+// output is fp32 (so is the residual stream). Outside autocast: norm(x).
 [[nodiscard]] at::Tensor norm_in_fp32(const torch::nn::LayerNorm& norm, const at::Tensor& x);
 
 }  // namespace hpctrain::models::detail
