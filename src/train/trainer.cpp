@@ -208,6 +208,10 @@ void Run::print_plan() {
   log::info("global batch {} = {} per rank x {} rank(s) x {} accumulation step(s); {} train examples, {} steps per epoch, "
             "{} steps in all (--shuffle {})", g.global_batch(), g.per_rank_batch, g.world_size, g.accumulation,
             g.train_examples, g.steps_per_epoch(), total, data::to_string(g.shuffle));
+  log::info("optimizer: {} {}, {:.1f} MiB of state per rank", optimizer->type(), optimizer->hyperparameters().dump(),
+            static_cast<double>(optimizer->state_bytes()) / (1 << 20));
+  if (options.optimizer.adafactor_relative_step && optimizer->type() == "adafactor")
+    log::info("optimizer: Adafactor's relative step size: --lr and the schedule are not used (the lr logged is theirs)");
   log::info("gradients: {} bucket(s), overlap {}", acc.reducer().buckets().size(), acc.reducer().overlap() ? "on" : "off");
   if (plan.global_step > 0)
     log::info("resuming at step {} (epoch {}, sample {} of the epoch)", plan.global_step, plan.position.epoch,

@@ -14,4 +14,9 @@ for f in config.json model.safetensors optimizer.safetensors trainer_state.json;
 done
 grep -q "\"global_step\": 10" "$WORK/out/trainer_state.json" && ok "10 steps (2 epochs x 10 micro-batches / 2 accumulated)" \
   || { bad "global_step"; cat "$WORK/out/trainer_state.json"; }
+# OPTIM picks another optimizer through the train::Optimizer interface; its checkpoint carries the tag
+run_ok "custom loop with adafactor" "$WORK/loop-adafactor.log" \
+  "$MPIEXEC" --oversubscribe --bind-to none -np 2 "$CUSTOM_LOOP" "$WORK/data.h5" "$WORK/config.json" "$WORK/out-adafactor" 1 adafactor
+"$PY" "$HERE/compare_weights.py" --layout "$WORK/out-adafactor/optimizer.safetensors" | grep -q '"optimizer": "adafactor"' \
+  && ok "the loop trained with adafactor (optimizer.safetensors tagged adafactor)" || bad "adafactor tag"
 finish
