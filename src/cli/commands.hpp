@@ -16,6 +16,8 @@ using Args = std::vector<std::string>;
 int prep_text_command(const Args& args, const std::string& command_line);
 int prep_images_command(const Args& args, const std::string& command_line);
 int inspect_command(const Args& args);
+// `hpctrain estimate-memory`: the memory of one training step per rank, estimated (and --measure'd).
+int estimate_memory_command(const Args& args);
 // A model folder (inspect dispatches here for folders).
 int inspect_model(const std::string& dir, bool json);
 

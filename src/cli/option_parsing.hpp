@@ -6,12 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/train/optimizer_options.hpp"
+
 namespace hpctrain::cli {
 
 namespace po = boost::program_options;
 
+// The "Optimizer" flags (--optim and every optimizer's options), declared once for train and estimate-memory
+// (defined in train_command.cpp).
+po::options_description optimizer_group(train::OptimizerOptions& options);
+
 // Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
 // same keys (key = value lines). Returns false when help was printed (the caller returns 0).
+
 bool parse_options(const std::vector<std::string>& args, const std::string& usage, po::options_description& options,
                    po::variables_map& values, const po::positional_options_description* positional = nullptr);
 

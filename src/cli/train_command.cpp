@@ -72,6 +72,8 @@ po::options_description optimization_group(train::TrainOptions& o, Texts& t) {
   return g;
 }
 
+}  // namespace
+
 po::options_description optimizer_group(train::OptimizerOptions& o) {
   po::options_description g("Optimizer");
   g.add_options()
@@ -102,6 +104,8 @@ po::options_description optimizer_group(train::OptimizerOptions& o) {
        "Adafactor: floor of the parameter scale");
   return g;
 }
+
+namespace {
 
 po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
   po::options_description g("Distributed");

@@ -37,15 +37,35 @@ std::optional<int64_t> cgroup_room(const char* limit_path, const char* usage_pat
 
 }  // namespace
 
-std::optional<int64_t> parse_mem_available(const std::string& meminfo) {
-  std::istringstream in(meminfo);
-  std::string key, unit;
-  int64_t value = 0;
-  while (in >> key >> value) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:") return value * 1024;  // the kernel reports kB
+std::optional<int64_t> parse_kb_field(const std::string& text, const std::string& key) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {  // line by line: /proc/self/status also has text fields
+    std::istringstream fields(line);
+    std::string name;
+    int64_t value = 0;
+    if (fields >> name >> value && name == key) return value * 1024;  // the kernel reports kB
   }
   return std::nullopt;
+}
+
+std::optional<int64_t> parse_mem_available(const std::string& meminfo) { return parse_kb_field(meminfo, "MemAvailable:"); }
+
+std::optional<int64_t> resident_bytes() {
+  const auto status = read_small_file("/proc/self/status");
+  return status ? parse_kb_field(*status, "VmRSS:") : std::nullopt;
+}
+
+std::optional<int64_t> peak_resident_bytes() {
+  const auto status = read_small_file("/proc/self/status");
+  return status ? parse_kb_field(*status, "VmHWM:") : std::nullopt;
+}
+
+bool reset_peak_resident() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";  // "reset the peak resident set size" (Documentation/filesystems/proc.rst)
+  out.flush();
+  return out.good();
 }
 
 std::optional<HostMemory> available_host_memory() {

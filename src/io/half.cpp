@@ -1,23 +1,12 @@
 #include "hpctrain/io/half.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/float_bits.hpp"
 
 #include <cstring>
 
 namespace hpctrain::io {
 namespace {
-
-std::uint32_t bits_of(float value) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-
-float float_of(std::uint32_t bits) {
-  float value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 
 // Shifts `value` right by `shift` (1..31) bits, rounding to nearest, ties to even.
 std::uint32_t shift_right_round_even(std::uint32_t value, unsigned shift) {

@@ -21,6 +21,7 @@ commands:
   prep text     tokenize a CSV/TSV/JSONL text-classification dataset into one HDF5 file
   prep images   convert MNIST-style IDX images into one HDF5 file
   inspect       summarize a dataset file (.h5) or a Hugging Face model folder
+  estimate-memory  bytes per rank of one training step (parameters, gradients, optimizer, activations)
   train         data-parallel training with checkpoints and resume                 (mpirun -np N ok)
   eval          loss, accuracy, macro-F1 and confusion matrix of a model on a split   (mpirun -np N ok)
   predict       per-example predictions of a model on a split, as JSONL              (mpirun -np N ok)
@@ -79,6 +80,7 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
     hpctrain::fail("'hpctrain prep' needs a kind: text or images (got '{}')", kind);
   }
   if (command == "inspect") return inspect_command(rest);
+  if (command == "estimate-memory") return estimate_memory_command(rest);
   hpctrain::fail("unknown command '{}'\n{}", command, kUsage);
 }
 

@@ -70,13 +70,7 @@ void tensor_update(const at::Tensor& param, const at::Tensor& grad, const at::Te
 }  // namespace
 
 void AdamW::update(double lr) {
-  const auto step = static_cast<double>(steps());
-  detail::AdamWScalars scalars;
-  scalars.beta1 = options_.beta1;
-  scalars.beta2 = options_.beta2;
-  scalars.eps = options_.eps;
-  scalars.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, step));
-  scalars.step_size = lr / (1.0 - std::pow(options_.beta1, step));
+  detail::AdamWScalars scalars = detail::adamw_scalars(options_.beta1, options_.beta2, options_.eps, steps(), lr);
   for (auto& slot : slots_) {
     const at::Tensor& grad = slot.param.grad();
     if (!grad.defined()) continue;

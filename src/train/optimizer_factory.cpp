@@ -9,6 +9,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/train/adafactor.hpp"
 #include "hpctrain/train/adamw.hpp"
+#include "hpctrain/train/adamw_8bit.hpp"
 #include "hpctrain/train/optimizer.hpp"
 #include "hpctrain/train/sgd.hpp"
 
@@ -31,6 +32,15 @@ std::unique_ptr<Optimizer> make_adamw(const OptimizerOptions& o, Groups groups) 
   AdamWOptions adamw;
   adamw.beta1 = o.adam_beta1, adamw.beta2 = o.adam_beta2, adamw.eps = o.adam_epsilon;
   return std::make_unique<AdamW>(std::move(groups), adamw);
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (const int64_t size : shape) n *= size;
+  return n;
+}
+int64_t adamw_state_bytes(const OptimizerOptions&, const std::vector<int64_t>& shape) {
+  return 2 * numel(shape) * static_cast<int64_t>(sizeof(float));
 }
 
 // ---- sgd ----
@@ -67,20 +77,44 @@ std::unique_ptr<Optimizer> make_adafactor(const OptimizerOptions& o, Groups grou
   a.relative_step = o.adafactor_relative_step, a.warmup_init = o.adafactor_warmup_init;
   return std::make_unique<Adafactor>(std::move(groups), a);
 }
+int64_t sgd_state_bytes(const OptimizerOptions& o, const std::vector<int64_t>& shape) {
+  // momentum_buffer (fp32) and its step counter (int64 scalar) when momentum is on
+  return o.sgd_momentum != 0.0 ? numel(shape) * static_cast<int64_t>(sizeof(float)) + 8 : 0;
+}
+int64_t adafactor_state_bytes(const OptimizerOptions& o, const std::vector<int64_t>& shape) {
+  // the step counter; row and column averages for >= 2 dimensions, else the full second moment; exp_avg
+  const int64_t n = numel(shape);
+  if (n == 0) return 8;
+  int64_t elements = shape.size() >= 2 ? n / shape.back() + n / shape[shape.size() - 2] : n;
+  if (o.adafactor_beta1 > 0) elements += n;
+  return 8 + elements * static_cast<int64_t>(sizeof(float));
+}
+
+// ---- adamw_bnb_8bit (bitsandbytes' AdamW8bit; the same options as adamw_torch) ----
+std::unique_ptr<Optimizer> make_adamw_8bit(const OptimizerOptions& o, Groups groups) {
+  AdamW8bitOptions adamw;
+  adamw.beta1 = o.adam_beta1, adamw.beta2 = o.adam_beta2, adamw.eps = o.adam_epsilon;
+  return std::make_unique<AdamW8bit>(std::move(groups), adamw);
+}
+int64_t adamw_8bit_state_bytes(const OptimizerOptions&, const std::vector<int64_t>& shape) {
+  return AdamW8bit::state_bytes_for(numel(shape), AdamW8bitOptions{});
+}
 
 struct OptimizerEntry {
   std::string name;                  // the type tag (Hugging Face Trainer's --optim name)
   std::vector<std::string> aliases;  // other names --optim accepts
   void (*check)(const OptimizerOptions&);
   std::unique_ptr<Optimizer> (*make)(const OptimizerOptions&, Groups);
+  // State bytes for one fp32 parameter of this shape (optimizer_state_bytes, estimate-memory).
+  int64_t (*state_bytes)(const OptimizerOptions&, const std::vector<int64_t>& shape);
 };
 
 const std::vector<OptimizerEntry>& optimizer_table() {
   static const std::vector<OptimizerEntry> table = {
-      {"adamw_torch", {"adamw"}, check_adamw, make_adamw},
-      {"adafactor", {}, check_adafactor, make_adafactor},
-      {"sgd", {}, check_sgd, make_sgd},
-      // adamw_bnb_8bit (adamw_8bit): its row goes here.
+      {"adamw_torch", {"adamw"}, check_adamw, make_adamw, adamw_state_bytes},
+      {"adafactor", {}, check_adafactor, make_adafactor, adafactor_state_bytes},
+      {"sgd", {}, check_sgd, make_sgd, sgd_state_bytes},
+      {"adamw_bnb_8bit", {"adamw_8bit"}, check_adamw, make_adamw_8bit, adamw_8bit_state_bytes},
   };
   return table;
 }
@@ -116,6 +150,10 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const
   const OptimizerEntry& entry = find_entry(options.optim);
   entry.check(options);
   return entry.make(options, weight_decay_groups(named, options.weight_decay));
+}
+
+int64_t optimizer_state_bytes(const OptimizerOptions& options, const std::vector<int64_t>& shape) {
+  return find_entry(options.optim).state_bytes(options, shape);
 }
 
 }  // namespace hpctrain::train

@@ -1,4 +1,4 @@
-# Resume for SGD and Adafactor (AdamW: test_resume.sh). On 2 ranks, stop at step 7 and resume to 14:
+# Resume for SGD, Adafactor and 8-bit AdamW (AdamW: test_resume.sh). On 2 ranks, stop at step 7 and resume to 14:
 # bitwise the uninterrupted run (weights, optimizer state, loss curve). Resume on 1 rank (--shuffle
 # global, the same global batch): the straight 2-rank run's weights up to the rounding of the gradient
 # average (attention's key bias left out: its exact gradient is zero, and Adafactor's normalized update
@@ -10,10 +10,11 @@ make_fixture 0.0  # no dropout: 1 rank and 2 ranks draw different masks
 declare -A args=(
   [sgd]="--optim sgd --sgd-momentum 0.9 --sgd-dampening 0.1 --weight-decay 0.01"
   [adafactor]="--optim adafactor --adafactor-beta1 0.9 --weight-decay 0.01"
+  [adamw_bnb_8bit]="--optim adamw_8bit --weight-decay 0.01"
 )
-declare -A lr=([sgd]=0.1 [adafactor]=1e-3)
+declare -A lr=([sgd]=0.1 [adafactor]=1e-3 [adamw_bnb_8bit]=1e-3)
 
-for optim in sgd adafactor; do
+for optim in sgd adafactor adamw_bnb_8bit; do
   read -r -a extra <<<"${args[$optim]}"
   export LR=${lr[$optim]}
   out="$WORK/$optim"

@@ -107,5 +107,8 @@ void save_optimizer_file(const std::filesystem::path& path, const Optimizer& opt
 // The optimizer `options.optim` names (an alias resolved), over weight_decay_groups(named, weight_decay).
 // Error naming --optim and listing the names when it is unknown; validate_optimizer_options first.
 [[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named);
+// Bytes of state the optimizer `options.optim` names keeps for one fp32 parameter of `shape` (what its
+// state_bytes() adds up, without building it): estimate-memory's optimizer row.
+[[nodiscard]] int64_t optimizer_state_bytes(const OptimizerOptions& options, const std::vector<int64_t>& shape);
 
 }  // namespace hpctrain::train

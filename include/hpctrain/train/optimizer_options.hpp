@@ -31,7 +31,8 @@ struct OptimizerOptions {
   double adafactor_eps2 = 1e-3;              // floor of the parameter scale
 
   // ---- adamw_bnb_8bit (8-bit AdamW) ----
-  // Its options go here (the 8-bit optimizer's own switches; it shares adam_beta1/2 and adam_epsilon).
+  // adam_beta1/2 and adam_epsilon as adamw_torch; bitsandbytes' block size (256) and min_8bit_size (4,096
+  // elements) are fixed, as Hugging Face Trainer fixes them (AdamW8bitOptions).
 };
 
 // The canonical names --optim accepts, each with its aliases: "adamw_torch (adamw)", ...

@@ -1,0 +1,75 @@
+// The memory arithmetic of one training step, per rank, before training (`hpctrain estimate-memory`, cf.
+// `accelerate estimate-memory`): parameters, gradients, reducer buckets, optimizer state, activations
+// (Note [Activation arithmetic]) and their total, in bytes. All sizes are per rank: batch_size is the
+// per-rank micro-batch, not the global batch.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/train/optimizer_options.hpp"
+
+namespace hpctrain::train {
+
+struct MemoryEstimateOptions {
+  int64_t batch_size = 8;          // examples per rank per micro-batch
+  int64_t sequence_length = 128;   // tokens per example (padded length)
+  std::string precision = "fp32";  // fp32 | bf16: the activations' dtype (parameters and gradients stay fp32)
+  bool gradient_checkpointing = false;
+  bool gradients_are_bucket_views = true;  // CPU: the reducer's buckets hold the gradients (no extra copy)
+  OptimizerOptions optimizer;
+};
+
+// The activations of one transformer model, bytes.
+struct ActivationEstimate {
+  int64_t per_layer = 0;      // what autograd keeps for backward per transformer layer
+  int64_t layers = 0;         // transformer layers
+  int64_t kept = 0;           // kept across the whole forward (all layers, or layer inputs when checkpointing)
+  int64_t embeddings_and_head = 0;
+  int64_t backward_transient = 0;  // gradient temporaries of the largest layer op in backward
+  int64_t total = 0;          // at the start of backward: the step's activation peak
+};
+
+struct MemoryEstimate {
+  std::string model_type, optimizer, precision;
+  int64_t parameter_count = 0;
+  int64_t parameters = 0, gradients = 0, reducer_buckets = 0, optimizer_state = 0;  // bytes
+  ActivationEstimate activations;
+  int64_t total = 0;  // bytes: the sum of the above
+};
+
+using ParameterShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;  // name -> shape (fp32)
+
+// Error naming the option when a size is not positive, the precision is unknown, or the model type has
+// no activation arithmetic (the vision models).
+[[nodiscard]] MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes& parameters,
+                                             const MemoryEstimateOptions& options);
+
+[[nodiscard]] nlohmann::json to_json(const MemoryEstimate& estimate);
+// The table `hpctrain estimate-memory` prints: one row per part, bytes and MiB.
+[[nodiscard]] std::string format_table(const MemoryEstimate& estimate);
+
+}  // namespace hpctrain::train
+
+namespace hpctrain::train {
+
+// The shapes of the model from_config(config) builds (it is built, then freed).
+[[nodiscard]] ParameterShapes parameter_shapes(const io::HfConfig& config);
+
+struct MeasuredStep {
+  int64_t peak_bytes = 0;      // peak resident memory of the step minus `baseline_bytes`
+  int64_t baseline_bytes = 0;  // resident memory before the model was built
+};
+// One real training step in this process: model, gradient reducer (single-process Comm), optimizer,
+// forward/backward/step on random token ids of options.batch_size x options.sequence_length. Measures the
+// peak resident set size (VmHWM, reset first). Error when /proc/self cannot be read, or for what the step
+// cannot run here (bf16 autocast and gradient checkpointing belong to the trainer).
+[[nodiscard]] MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstimateOptions& options,
+                                                 int threads);
+
+}  // namespace hpctrain::train

@@ -1,0 +1,86 @@
+// `hpctrain estimate-memory` (cf. `accelerate estimate-memory`): the bytes one training step needs per rank,
+// as a table or JSON; --measure runs one real step here and prints the measured peak beside the estimate.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/train/memory_estimate.hpp"
+#include "hpctrain/train/optimizer.hpp"
+#include "option_parsing.hpp"
+
+namespace hpctrain::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
+    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--json] [--measure]";
+
+struct EstimateArgs {
+  std::string model, model_config;
+  bool json = false, measure = false;
+  int threads = 0;
+  double tolerance = 0;  // --measure: fail when |estimate - measured| / measured exceeds it (0: report only)
+};
+
+po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateOptions& o) {
+  po::options_description g("Estimate");
+  g.add_options()
+      ("model", po::value(&a.model), "Hugging Face model folder (its config.json)")
+      ("model-config", po::value(&a.model_config), "config.json of the model")
+      ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size), "examples per rank per micro-batch")
+      ("sequence-length", po::value(&o.sequence_length)->default_value(o.sequence_length), "tokens per example")
+      ("precision", po::value(&o.precision)->default_value(o.precision), "fp32 | bf16: the activations' dtype")
+      ("gradient-checkpointing", po::bool_switch(&o.gradient_checkpointing), "layers keep only their inputs")
+      ("json", po::bool_switch(&a.json), "print JSON instead of the table")
+      ("measure", po::bool_switch(&a.measure), "run one training step on random data and print its measured peak")
+      ("tolerance", po::value(&a.tolerance)->default_value(0.0),
+       "with --measure: exit 1 when the estimate is off the measured peak by more than this fraction (0: never)")
+      ("threads", po::value(&a.threads)->default_value(0), "CPU threads of --measure (0: all cores)");
+  return g;
+}
+
+io::HfConfig load_config(const EstimateArgs& a) {
+  HPCTRAIN_CHECK(a.model.empty() != a.model_config.empty(), "estimate-memory: give exactly one of --model DIR and "
+                 "--model-config FILE");
+  return io::HfConfig::load(a.model.empty() ? std::filesystem::path(a.model_config)
+                                            : std::filesystem::path(a.model) / "config.json");
+}
+
+// Prints the measurement; false when it is off the estimate by more than the tolerance.
+bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredStep& m, const EstimateArgs& a,
+                        nlohmann::json& json) {
+  const double error = static_cast<double>(e.total - m.peak_bytes) / static_cast<double>(m.peak_bytes);
+  json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error}};
+  if (!a.json)
+    std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n", "measured peak (RSS growth)",
+                static_cast<long long>(m.peak_bytes), static_cast<double>(m.peak_bytes) / (1 << 20), 100 * error);
+  return a.tolerance <= 0 || std::abs(error) <= a.tolerance;
+}
+
+}  // namespace
+
+int estimate_memory_command(const Args& args) {
+  EstimateArgs a;
+  train::MemoryEstimateOptions options;
+  po::options_description all(kUsage);
+  all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer));
+  po::variables_map values;
+  if (!parse_options(args, kUsage, all, values)) return 0;
+  train::validate_optimizer_options(options.optimizer);
+  const io::HfConfig config = load_config(a);
+  const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);
+  nlohmann::json json = train::to_json(estimate);
+  if (!a.json) std::fputs(train::format_table(estimate).c_str(), stdout);
+  std::fflush(stdout);
+  bool within = true;
+  if (a.measure) within = report_measurement(estimate, train::measure_training_step(config, options, a.threads), a, json);
+  if (a.json) std::printf("%s\n", json.dump(2).c_str());
+  if (!within) std::fprintf(stderr, "estimate-memory: the estimate is off the measured peak by more than --tolerance %g\n", a.tolerance);
+  return within ? 0 : 1;
+}
+
+}  // namespace hpctrain::cli

@@ -1,0 +1,139 @@
+// estimate_memory (memory_estimate.hpp): bytes per rank of one training step from the config and shapes.
+#include "hpctrain/train/memory_estimate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/train/optimizer.hpp"
+
+namespace hpctrain::train {
+
+// Note [Activation arithmetic]
+// What autograd keeps for backward, counted from the layers as models/ builds them (distilbert.cpp,
+// bert.cpp, attention.cpp), for T = batch x sequence tokens, width D, feed-forward width F:
+//   layer input (kept by the q/k/v projections)                               T x D
+//   q, k, v split into heads (contiguous copies kept by the blocked attention)  3 T x D
+//   attention context (kept by the attention) and merged heads (kept by out_lin) 2 T x D
+//   first LayerNorm input, and its output (kept by the first FFN projection)     2 T x D
+//   FFN inner pre-activation (kept by GELU) and activation (kept by lin2)        2 T x F
+//   second LayerNorm input                                                       T x D
+// = T (9 D + 2 F) values, plus LayerNorm mean/rstd (4 T fp32) and the attention bias (T). No [L, L]
+// score matrix is kept (Note [Attention memory]) and dropout keeps only its seed (Note [Counter-based
+// dropout]). With bf16 autocast the values are bf16 except the LayerNorm inputs, which autocast runs in
+// fp32. With gradient checkpointing each layer keeps only its input, and backward recomputes one layer
+// at a time. Backward's largest temporaries are the FFN's: gradients of the inner pre-activation and
+// activation (2 T x F) and of the layer's output and input (2 T x D), allocated while everything kept is
+// still alive (the top layer is differentiated first): the step's activation peak.
+namespace {
+
+struct TransformerShape {
+  int64_t layers = 0, width = 0, ffn_width = 0, max_positions = 0;
+};
+
+TransformerShape transformer_shape(const io::HfConfig& config) {
+  if (config.model_type() == "distilbert") {
+    const io::DistilBertConfig& c = config.distilbert();
+    return {c.n_layers, c.dim, c.hidden_dim, c.max_position_embeddings};
+  }
+  if (config.model_type() == "bert") {
+    const io::BertConfig& c = config.bert();
+    return {c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.max_position_embeddings};
+  }
+  fail("estimate-memory: model_type '{}' has no activation arithmetic (distilbert and bert have)", config.model_type());
+}
+
+int64_t activation_bytes(const std::string& precision) {
+  if (precision == "fp32") return 4;
+  if (precision == "bf16") return 2;
+  fail("--precision '{}': expected fp32 or bf16", precision);
+}
+
+ActivationEstimate transformer_activations(const TransformerShape& s, const MemoryEstimateOptions& o) {
+  const int64_t a = activation_bytes(o.precision);
+  const int64_t tokens = o.batch_size * o.sequence_length;
+  const int64_t layer_norm_inputs = 2 * tokens * s.width * 4;  // fp32 under autocast too
+  ActivationEstimate e;
+  e.layers = s.layers;
+  e.per_layer = tokens * (7 * s.width + 2 * s.ffn_width) * a + layer_norm_inputs + 4 * tokens * 4 + tokens * a;
+  const int64_t layer_input = tokens * s.width * a;
+  e.kept = o.gradient_checkpointing ? s.layers * layer_input + e.per_layer : s.layers * e.per_layer;
+  // The embeddings' LayerNorm input (fp32) and the token ids the embedding backward keeps; the head's
+  // [B, D] tensors are negligible but counted.
+  e.embeddings_and_head = tokens * s.width * 4 + tokens * 8 + 3 * o.batch_size * s.width * a;
+  e.backward_transient = 2 * tokens * (s.ffn_width + s.width) * a;
+  e.total = e.kept + e.embeddings_and_head + e.backward_transient;
+  return e;
+}
+
+void check_positive(int64_t value, const char* option) {
+  HPCTRAIN_CHECK(value > 0, "{} {}: expected a positive number", option, value);
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes& parameters,
+                               const MemoryEstimateOptions& options) {
+  check_positive(options.batch_size, "--batch-size");
+  check_positive(options.sequence_length, "--sequence-length");
+  MemoryEstimate e;
+  e.model_type = config.model_type();
+  e.optimizer = canonical_optimizer_name(options.optimizer.optim);
+  e.precision = options.precision;
+  for (const auto& [name, shape] : parameters) {
+    int64_t numel = 1;
+    for (const int64_t size : shape) numel *= size;
+    e.parameter_count += numel;
+    e.optimizer_state += optimizer_state_bytes(options.optimizer, shape);
+  }
+  e.parameters = e.gradients = 4 * e.parameter_count;  // fp32 parameters and gradients
+  e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
+  const TransformerShape shape = transformer_shape(config);
+  HPCTRAIN_CHECK(options.sequence_length <= shape.max_positions,
+                 "--sequence-length {} exceeds the model's max_position_embeddings {}", options.sequence_length,
+                 shape.max_positions);
+  e.activations = transformer_activations(shape, options);
+  e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total;
+  return e;
+}
+
+nlohmann::json to_json(const MemoryEstimate& e) {
+  const ActivationEstimate& a = e.activations;
+  return {{"model_type", e.model_type},
+          {"optimizer", e.optimizer},
+          {"precision", e.precision},
+          {"parameter_count", e.parameter_count},
+          {"bytes",
+           {{"parameters", e.parameters},
+            {"gradients", e.gradients},
+            {"reducer_buckets", e.reducer_buckets},
+            {"optimizer_state", e.optimizer_state},
+            {"activations", a.total},
+            {"total", e.total}}},
+          {"activations",
+           {{"per_layer", a.per_layer},
+            {"layers", a.layers},
+            {"kept", a.kept},
+            {"embeddings_and_head", a.embeddings_and_head},
+            {"backward_transient", a.backward_transient}}}};
+}
+
+std::string format_table(const MemoryEstimate& e) {
+  std::string out = fmt::format("{} ({} parameters), optimizer {}, activations {}\n", e.model_type, e.parameter_count,
+                                e.optimizer, e.precision);
+  auto row = [&](const std::string& part, int64_t bytes) {
+    out += fmt::format("  {:<28} {:>16} {:>12.1f} MiB\n", part, bytes, static_cast<double>(bytes) / (1 << 20));
+  };
+  out += fmt::format("  {:<28} {:>16} {:>16}\n", "per rank", "bytes", "");
+  row("parameters", e.parameters);
+  row("gradients", e.gradients);
+  row("reducer buckets (extra)", e.reducer_buckets);
+  row("optimizer state", e.optimizer_state);
+  row(fmt::format("activations ({} layers)", e.activations.layers), e.activations.total);
+  row("  per layer", e.activations.per_layer);
+  row("total", e.total);
+  return out;
+}
+
+}  // namespace hpctrain::train

@@ -1,0 +1,53 @@
+# `hpctrain estimate-memory`: the table's rows, the JSON's arithmetic (parameters x 4, the optimizers' state,
+# checkpointing), --measure within 25 % of one real step's peak, and clear errors for bad options.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+# The DistilBERT-style benchmark model (bench/models): dim 256, 4 layers, 11.2 M parameters.
+cat >"$WORK/config.json" <<'JSON'
+{"model_type": "distilbert", "architectures": ["DistilBertForSequenceClassification"], "dim": 256, "n_layers": 4,
+ "n_heads": 4, "hidden_dim": 1024, "vocab_size": 30522, "max_position_embeddings": 512,
+ "id2label": {"0": "a", "1": "b"}, "label2id": {"a": 0, "b": 1}}
+JSON
+ESTIMATE=("$HPCTRAIN" estimate-memory --model-config "$WORK/config.json" --batch-size 16 --sequence-length 128)
+
+expect_success "table" "${ESTIMATE[@]}"
+for row in "parameters" "gradients" "reducer buckets" "optimizer state" "activations (4 layers)" "per layer" "total"; do
+  if grep -q "^  *$row " "$WORK/out"; then ok "table row '$row'"; else bad "table row '$row'"; cat "$WORK/out"; fi
+done
+
+for variant in adamw adamw_8bit adafactor ckpt; do
+  case $variant in
+    ckpt) args=(--gradient-checkpointing) ;;
+    *) args=(--optim "$variant") ;;
+  esac
+  "${ESTIMATE[@]}" "${args[@]}" --json >"$WORK/$variant.json" 2>"$WORK/err" || { bad "--json $variant"; cat "$WORK/err"; }
+done
+"$PY" - "$WORK" <<'PYEOF' && ok "JSON arithmetic" || bad "JSON arithmetic"
+import json, sys
+d = {v: json.load(open(f"{sys.argv[1]}/{v}.json")) for v in ("adamw", "adamw_8bit", "adafactor", "ckpt")}
+a = d["adamw"]
+b = a["bytes"]
+assert a["parameter_count"] == 11170562, a["parameter_count"]  # what the model's named_parameters() hold
+assert b["parameters"] == b["gradients"] == 4 * a["parameter_count"]
+assert b["optimizer_state"] == 2 * b["parameters"], "AdamW keeps two fp32 moments"
+assert b["total"] == sum(b[k] for k in ("parameters", "gradients", "reducer_buckets", "optimizer_state", "activations"))
+assert d["adamw_8bit"]["optimizer"] == "adamw_bnb_8bit"
+assert d["adamw_8bit"]["bytes"]["optimizer_state"] <= 0.30 * b["optimizer_state"]
+assert d["adafactor"]["bytes"]["optimizer_state"] <= 0.05 * b["optimizer_state"]
+act, ckpt = a["activations"], d["ckpt"]["activations"]
+assert act["per_layer"] == 16 * 128 * (9 * 256 + 2 * 1024) * 4 + 16 * 128 * (4 * 4 + 4), act
+assert ckpt["kept"] < act["kept"] and d["ckpt"]["bytes"]["activations"] < b["activations"]
+PYEOF
+
+expect_success "--measure within 25 %" "${ESTIMATE[@]}" --measure --tolerance 0.25 --threads 1
+if grep -q "measured peak (RSS growth)" "$WORK/out"; then ok "--measure prints the peak"; else bad "--measure output"; cat "$WORK/out"; fi
+
+expect_failure "both model options" "exactly one of --model DIR and --model-config FILE" \
+  "$HPCTRAIN" estimate-memory --model "$WORK" --model-config "$WORK/config.json"
+expect_failure "unknown precision" "--precision 'fp16': expected fp32 or bf16" "${ESTIMATE[@]}" --precision fp16
+expect_failure "unknown optimizer" "--optim 'lion': unknown optimizer" "${ESTIMATE[@]}" --optim lion
+expect_failure "zero batch" "--batch-size 0: expected a positive number" \
+  "$HPCTRAIN" estimate-memory --model-config "$WORK/config.json" --batch-size 0
+expect_failure "too long" "--sequence-length 513 exceeds the model's max_position_embeddings 512" \
+  "$HPCTRAIN" estimate-memory --model-config "$WORK/config.json" --sequence-length 513
+finish
