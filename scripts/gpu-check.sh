@@ -82,6 +82,38 @@ run() {
   else
     echo "no CUDA device: equivalence on CUDA not run (dry run)" | tee "$out/equivalence.txt"
   fi
+  throughput "$([[ $gpus -gt 0 ]] && echo cuda || echo cpu)" "$out"
+}
+
+# The DistilBERT-base-shaped model (dim 768, 6 layers, seq 128, batch 32), bf16: hpctrain's forward + backward
+# against PyTorch eager + autocast in the same run, interleaved (3 rounds), and MFU against a measured bf16 GEMM.
+throughput() {
+  local device=$1 out=$2 python=${PYTHON:-python3} steps=20
+  [[ $device == cpu ]] && steps=2  # the dry run only checks that it runs
+  local common=(--model distilbert-base --device "$device" --mixed-precision bf16 --steps "$steps" --warmup 3)
+  : >"$out/throughput.jsonl"
+  for round in 1 2 3; do
+    build-gpu/bench/bench_models "${common[@]}" --threads 4 >>"$out/throughput.jsonl"
+    "$python" bench/models/torch_models.py "${common[@]}" --threads 4 >>"$out/throughput.jsonl"
+  done
+  "$python" bench/models/gemm_peak.py --device "$device" --dtype bf16 $([[ $device == cpu ]] && echo --n 1024) \
+    >>"$out/throughput.jsonl"
+  "$python" - "$out/throughput.jsonl" <<'PYEOF' | tee "$out/throughput.txt"
+import json, statistics, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+peak = next(r["tflops"] for r in rows if "tflops" in r)
+dim, layers, ffn, seq, batch, vocab = 768, 6, 3072, 128, 32, 30522
+# Training FLOPs per step: 6 per parameter-token for the layers and classifier (the embedding lookup is no
+# product) plus the attention products (QK^T and AV: 2 x 2 x seq x dim per token per layer, x3 with backward).
+params = layers * (4 * dim * dim + 2 * dim * ffn) + dim * dim
+flops = 6 * params * seq * batch + 3 * 4 * layers * seq * seq * dim * batch
+for impl in sorted({r["impl"] for r in rows if "samples_per_s" in r}):
+    rates = [r["samples_per_s"] for r in rows if r.get("impl") == impl]
+    sps = statistics.median(rates)
+    mfu = sps / batch * flops / 1e12 / peak
+    print(f"{impl}: {sps:.1f} samples/s (rounds {min(rates):.1f}-{max(rates):.1f}), "
+          f"{sps / batch * flops / 1e12:.1f} TFLOP/s, MFU {100 * mfu:.1f} % of the measured bf16 GEMM {peak:.0f} TFLOP/s")
+PYEOF
 }
 
 case ${1:-} in

@@ -18,29 +18,37 @@
 
 namespace hpctrain::bench {
 
-// DistilBERT-style: dim 256, 4 layers, 4 heads, ffn 1024, vocab 30522. CNN: conv 32 -> conv 64 -> fc 128 -> 10.
+// DistilBERT-style: dim 256, 4 layers, 4 heads, ffn 1024, vocab 30522; distilbert-base: dim 768, 6 layers,
+// 12 heads, ffn 3072. CNN: conv 32 -> conv 64 -> fc 128 -> 10.
 inline nlohmann::json benchmark_config(const std::string& model) {
   if (model == "distilbert") {
     return {{"model_type", "distilbert"}, {"dim", 256},        {"n_layers", 4},
             {"n_heads", 4},               {"hidden_dim", 1024}, {"vocab_size", 30522},
             {"num_labels", 2}};
   }
+  if (model == "distilbert-base") {
+    return {{"model_type", "distilbert"}, {"dim", 768},        {"n_layers", 6},
+            {"n_heads", 12},              {"hidden_dim", 3072}, {"vocab_size", 30522},
+            {"num_labels", 2}};
+  }
   if (model == "cnn") {
     return {{"model_type", "hpctrain-cnn"}, {"in_channels", 1},     {"image_size", 28},
             {"conv_channels", {32, 64}},    {"hidden", {128}},      {"num_labels", 10}};
   }
-  std::cerr << "--model must be distilbert or cnn, got '" << model << "'\n";
+  std::cerr << "--model must be distilbert, distilbert-base or cnn, got '" << model << "'\n";
   std::exit(2);
 }
 
-// Per-process batch: 16 sequences of 128 tokens, or 64 images of 28 x 28.
-inline int64_t benchmark_batch(const std::string& model) { return model == "distilbert" ? 16 : 64; }
+// Per-process batch: 16 sequences of 128 tokens (32 for distilbert-base), or 64 images of 28 x 28.
+inline int64_t benchmark_batch(const std::string& model) {
+  return model == "distilbert" ? 16 : model == "distilbert-base" ? 32 : 64;
+}
 
 // Random inputs and labels from LibTorch's current generator.
 inline models::ModelInputs benchmark_inputs(const std::string& model) {
   const int64_t batch = benchmark_batch(model);
   models::ModelInputs inputs;
-  if (model == "distilbert") {
+  if (model != "cnn") {
     const int64_t length = 128;
     inputs.input_ids = at::randint(0, 30522, {batch, length}, at::kLong);
     inputs.attention_mask = at::ones({batch, length}, at::kLong);
