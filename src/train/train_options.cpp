@@ -68,6 +68,7 @@ void check_distributed(const TrainOptions& o) {
   HPCTRAIN_CHECK(o.first_bucket_mb > 0 && o.first_bucket_mb <= 4096, "--first-bucket-mb {}: expected 0 < MiB <= 4096",
                  o.first_bucket_mb);
   check_not_negative(o.check_sync_every, "--check-sync-every", "never");
+  check_not_negative(o.local_sgd_steps, "--local-sgd-steps", "off: gradients averaged every step");
   HPCTRAIN_CHECK(o.threads >= 0, "--threads {}: expected >= 0 (0 = cores on the node / ranks on the node)", o.threads);
   HPCTRAIN_CHECK(o.device == "auto" || o.device == "cpu" || o.device == "cuda", "--device '{}': expected auto, cpu or cuda",
                  o.device);
@@ -150,6 +151,8 @@ const OptionField kFields[] = {
     {"--log-all-ranks", kPerRank, text_of<&O::log_all_ranks>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
+    {"--gradient-checkpointing", kValue, text_of<&O::gradient_checkpointing>},
+    {"--local-sgd-steps", kValue, text_of<&O::local_sgd_steps>},
 };
 static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions>(),
               "TrainOptions gained or lost a member: give it an entry in kFields (flag and Agreement, Note [Agreed options])");

@@ -48,6 +48,8 @@ AcceleratorOptions accelerator_options(const TrainOptions& o) {
   a.device = o.device, a.threads = o.threads, a.bucket_mb = o.bucket_mb, a.first_bucket_mb = o.first_bucket_mb;
   a.overlap = o.overlap, a.gradient_accumulation_steps = o.gradient_accumulation_steps, a.seed = o.seed;
   a.log_all_ranks = o.log_all_ranks, a.collective_timeout = o.collective_timeout;
+  a.gradient_checkpointing = o.gradient_checkpointing;
+  a.local_sgd_steps = o.local_sgd_steps;
   return a;
 }
 
@@ -112,6 +114,7 @@ struct Run {
   int64_t total = 0;
   int64_t last_eval_step = -1;
   bool best_is_current = false;  // the last evaluation set best_metric
+  bool sync_check_due = false;   // --check-sync-every came due; with Local SGD it waits for the next average
   std::optional<EvaluationResult> last_eval;
 
   Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, accelerator_options(o)) {}
@@ -274,6 +277,7 @@ void Run::trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t
 
 void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip) {
   const auto step_start = Clock::now();
+  const int64_t bytes_before = comm.bytes_sent();
   const RunGeometry& g = plan.geometry;
   StepTimes times;
   double loss_sum = 0, rows = 0;
@@ -318,26 +322,34 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   }
   acc.zero_grad();
   times.optimizer = since(start);
+  const auto average_start = Clock::now();
+  if (acc.local_sgd_step()) times.exposed_communication += since(average_start);  // Local SGD's average
   times.total = since(step_start);
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
   const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
-  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times};
+  StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times};
+  record.comm_bytes = comm.bytes_sent() - bytes_before;
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }
 
 void Run::after_step(bool epoch_ended) {
   const int64_t s = state.global_step;
-  if (options.check_sync_every > 0 && s % options.check_sync_every == 0) {
+  const bool last = s == total;
+  const bool evaluate = eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended);
+  const bool save = (options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || last;
+  if (evaluate || save) acc.synchronize_parameters();  // Local SGD: they see the averaged parameters
+  sync_check_due = sync_check_due || (options.check_sync_every > 0 && s % options.check_sync_every == 0);
+  if (sync_check_due && acc.parameters_synchronized()) {
+    sync_check_due = false;
     ddp::NamedTensors named;
     for (const auto& item : setup.model->named_parameters()) named.emplace_back(item.key(), item.value());
     const std::string differs = ddp::find_unsynchronized(comm, named);
     HPCTRAIN_CHECK(differs.empty(), "step {}: the replicas differ: parameter '{}' is not the same on every rank "
                    "(--check-sync-every {})", s, differs, options.check_sync_every);
   }
-  const bool last = s == total;
-  if (eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended)) evaluate_now();
-  if ((options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || last) save_checkpoint();
+  if (evaluate) evaluate_now();
+  if (save) save_checkpoint();
 }
 
 void Run::evaluate_now() {
@@ -374,6 +386,7 @@ double majority_of(const ConfusionMatrix& matrix) {
 }
 
 TrainResult Run::finish(double seconds, int64_t samples) {
+  acc.synchronize_parameters();  // Local SGD: a no-op, the last step saved a checkpoint on averaged parameters
   if (eval_loader && last_eval_step != state.global_step) evaluate_now();
   report->finish();
   TrainResult result;

@@ -32,6 +32,7 @@ struct StepRecord {
   double grad_norm = 0;    // global gradient norm before clipping
   int64_t samples = 0;     // examples in the global batch (padding duplicates excluded)
   StepTimes times;
+  int64_t comm_bytes = 0;  // bytes this rank passed to collectives during the step (Comm::bytes_sent)
 };
 
 class TrainingLog {
@@ -61,6 +62,7 @@ class TrainingLog {
   // The window since the last logged step.
   StepTimes window_times_;
   int64_t window_steps_ = 0, window_samples_ = 0;
+  int64_t window_comm_bytes_ = 0;
   double last_samples_per_second_ = 0;
   bool bar_drawn_ = false;
 };

@@ -66,6 +66,10 @@ struct TrainOptions {
   // Testing aid: every rank appends "epoch step example_index" per trained example to
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;
+
+  // ---- Efficient training (issue 9; AcceleratorOptions fields of the same names) ----
+  bool gradient_checkpointing = false;     // recompute each transformer layer in backward (Note [Layer checkpointing])
+  int64_t local_sgd_steps = 0;             // > 0: Local SGD, parameters averaged every K steps; 0 = off (DDP)
 };
 
 // How an option is compared across ranks at start-up (Note [Agreed options], run_agreement.hpp).
