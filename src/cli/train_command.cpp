@@ -42,7 +42,7 @@ po::options_description model_group(train::TrainOptions& o, Texts& t) {
       ("model", po::value(&t.model), "Hugging Face model folder to fine-tune (config.json + model.safetensors)")
       ("model-config", po::value(&o.model_config), "config.json to train from random init, or preset:NAME "
        "(tiny-distilbert, tiny-bert, cnn, mlp); sizes follow the dataset")
-      ("gradient-checkpointing", po::bool_switch(&o.gradient_checkpointing), "keep only each transformer layer's input "
+      ("gradient-checkpointing", po::bool_switch(&o.accelerator.gradient_checkpointing), "keep only each transformer layer's input "
        "and recompute the layer in backward: less activation memory for about one more forward (DistilBERT, BERT)");
   return g;
 }
@@ -55,7 +55,7 @@ po::options_description optimization_group(train::TrainOptions& o) {
       ("batch-size", po::value(&o.batch_size)->default_value(o.batch_size),
        "examples per rank per micro-batch; global batch = this x ranks x accumulation steps")
       ("eval-batch-size", po::value(&o.eval_batch_size)->default_value(0), "examples per rank in evaluation (0: --batch-size)")
-      ("gradient-accumulation-steps", po::value(&o.gradient_accumulation_steps)->default_value(1), "micro-batches per step")
+      ("gradient-accumulation-steps", po::value(&o.accelerator.gradient_accumulation_steps)->default_value(1), "micro-batches per step")
       ("lr", po::value(&o.lr)->default_value(o.lr), "peak learning rate of AdamW")
       ("weight-decay", po::value(&o.weight_decay)->default_value(o.weight_decay), "not applied to biases and LayerNorm weights")
       ("adam-beta1", po::value(&o.adam_beta1)->default_value(o.adam_beta1), "AdamW beta1")
@@ -65,7 +65,7 @@ po::options_description optimization_group(train::TrainOptions& o) {
       ("warmup-steps", po::value(&o.warmup_steps)->default_value(o.warmup_steps), "steps warming up (instead of the ratio)")
       ("lr-scheduler", po::value(&o.lr_scheduler)->default_value(o.lr_scheduler), "linear | cosine | constant")
       ("max-grad-norm", po::value(&o.max_grad_norm)->default_value(o.max_grad_norm), "clip the global gradient norm (<= 0: off)")
-      ("seed", po::value(&o.seed)->default_value(o.seed), "seed of the weights, data order and dropout")
+      ("seed", po::value(&o.accelerator.seed)->default_value(o.accelerator.seed), "seed of the weights, data order and dropout")
       ("skip-nonfinite", po::bool_switch(&o.skip_nonfinite), "skip steps whose loss is NaN/inf (default: stop)");
   return g;
 }
@@ -73,16 +73,16 @@ po::options_description optimization_group(train::TrainOptions& o) {
 po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
   po::options_description g("Distributed");
   g.add_options()
-      ("bucket-mb", po::value(&o.bucket_mb)->default_value(o.bucket_mb), "gradient bucket size, MiB")
-      ("first-bucket-mb", po::value(&o.first_bucket_mb)->default_value(o.first_bucket_mb), "first gradient bucket size, MiB")
+      ("bucket-mb", po::value(&o.accelerator.bucket_mb)->default_value(o.accelerator.bucket_mb), "gradient bucket size, MiB")
+      ("first-bucket-mb", po::value(&o.accelerator.first_bucket_mb)->default_value(o.accelerator.first_bucket_mb), "first gradient bucket size, MiB")
       ("overlap", po::value(&t.overlap)->default_value(t.overlap), "on | off: reduce gradients during backward")
       ("check-sync-every", po::value(&o.check_sync_every)->default_value(0), "steps between replica checksums (0: never)")
-      ("threads", po::value(&o.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
-      ("device", po::value(&o.device)->default_value(o.device), "auto | cpu | cuda (GPU local_rank % count)")
-      ("collective-timeout", po::value(&o.collective_timeout)->default_value(o.collective_timeout),
+      ("threads", po::value(&o.accelerator.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
+      ("device", po::value(&o.accelerator.device)->default_value(o.accelerator.device), "auto | cpu | cuda (GPU local_rank % count)")
+      ("collective-timeout", po::value(&o.accelerator.collective_timeout)->default_value(o.accelerator.collective_timeout),
        "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
-      ("local-sgd-steps", po::value(&o.local_sgd_steps)->default_value(0), "Local SGD: no gradient allreduce; the "
-       "parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off");
+      ("local-sgd-steps", po::value(&o.accelerator.local_sgd_steps)->default_value(0), "Local SGD: no gradient allreduce; "
+       "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off");
   return g;
 }
 
@@ -103,7 +103,7 @@ po::options_description logging_group(train::TrainOptions& o, std::string& trace
   po::options_description g("Logging");
   g.add_options()
       ("logging-steps", po::value(&o.logging_steps)->default_value(o.logging_steps), "steps between metrics.jsonl lines")
-      ("log-all-ranks", po::bool_switch(&o.log_all_ranks), "every rank logs, lines prefixed with the rank")
+      ("log-all-ranks", po::bool_switch(&o.accelerator.log_all_ranks), "every rank logs, lines prefixed with the rank")
       ("no-progress", "plain progress lines instead of a progress bar")
       ("trace-examples", po::value(&trace), "testing: each rank appends `epoch step example_index` lines to "
        "DIR/examples-rank<R>.txt");
@@ -130,7 +130,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.data = texts.data, options.model_dir = texts.model, options.tokenizer = texts.tokenizer;
   options.output = texts.output, options.trace_examples = trace;
   options.shuffle = data::parse_shuffle_mode(texts.shuffle);
-  options.overlap = parse_on_off(texts.overlap, "overlap");
+  options.accelerator.overlap = parse_on_off(texts.overlap, "overlap");
   options.progress = values.count("no-progress") == 0;
   options.eval_split_required = !values["eval-split"].defaulted();
   (void)train::run_training(comm, options);

@@ -144,7 +144,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and two AdamW moments.
   models::check_model_fits_host(config, 4, source, "training (weights, gradients, two AdamW moments)");
-  torch::manual_seed(options.seed);
+  torch::manual_seed(options.accelerator.seed);
   setup.model = models::from_config(config);
   if (!options.model_dir.empty()) {
     models::StateDict weights = models::read_weights(options.model_dir);

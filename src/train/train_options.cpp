@@ -48,7 +48,7 @@ void check_optimization(const TrainOptions& o) {
   check_positive(o.batch_size, "--batch-size");
   check_positive(o.cache_mb, "--cache-mb");
   check_not_negative(o.eval_batch_size, "--eval-batch-size", "same as --batch-size");
-  check_positive(o.gradient_accumulation_steps, "--gradient-accumulation-steps");
+  check_positive(o.accelerator.gradient_accumulation_steps, "--gradient-accumulation-steps");
   check_finite(o.lr, "--lr");
   HPCTRAIN_CHECK(o.lr >= 0, "--lr {}: expected >= 0", o.lr);
   check_finite(o.weight_decay, "--weight-decay");
@@ -64,16 +64,17 @@ void check_optimization(const TrainOptions& o) {
 }
 
 void check_distributed(const TrainOptions& o) {
-  HPCTRAIN_CHECK(o.bucket_mb > 0 && o.bucket_mb <= 4096, "--bucket-mb {}: expected 0 < MiB <= 4096", o.bucket_mb);
-  HPCTRAIN_CHECK(o.first_bucket_mb > 0 && o.first_bucket_mb <= 4096, "--first-bucket-mb {}: expected 0 < MiB <= 4096",
-                 o.first_bucket_mb);
+  const AcceleratorOptions& a = o.accelerator;
+  HPCTRAIN_CHECK(a.bucket_mb > 0 && a.bucket_mb <= 4096, "--bucket-mb {}: expected 0 < MiB <= 4096", a.bucket_mb);
+  HPCTRAIN_CHECK(a.first_bucket_mb > 0 && a.first_bucket_mb <= 4096, "--first-bucket-mb {}: expected 0 < MiB <= 4096",
+                 a.first_bucket_mb);
   check_not_negative(o.check_sync_every, "--check-sync-every", "never");
-  check_not_negative(o.local_sgd_steps, "--local-sgd-steps", "off: gradients averaged every step");
-  HPCTRAIN_CHECK(o.threads >= 0, "--threads {}: expected >= 0 (0 = cores on the node / ranks on the node)", o.threads);
-  HPCTRAIN_CHECK(o.device == "auto" || o.device == "cpu" || o.device == "cuda", "--device '{}': expected auto, cpu or cuda",
-                 o.device);
-  HPCTRAIN_CHECK(o.collective_timeout >= 0 && o.collective_timeout <= 1e9,
-                 "--collective-timeout {}: expected seconds >= 0 (0 = off)", o.collective_timeout);
+  HPCTRAIN_CHECK(a.threads >= 0, "--threads {}: expected >= 0 (0 = cores on the node / ranks on the node)", a.threads);
+  HPCTRAIN_CHECK(a.device == "auto" || a.device == "cpu" || a.device == "cuda", "--device '{}': expected auto, cpu or cuda",
+                 a.device);
+  HPCTRAIN_CHECK(a.collective_timeout >= 0 && a.collective_timeout <= 1e9,
+                 "--collective-timeout {}: expected seconds >= 0 (0 = off)", a.collective_timeout);
+  check_not_negative(a.local_sgd_steps, "--local-sgd-steps", "off: gradients averaged every step");
 }
 
 void check_outputs(const TrainOptions& o) {
@@ -104,8 +105,11 @@ std::string to_text(Number value) { return fmt::format("{}", value); }
 
 template <auto Member>
 std::string text_of(const TrainOptions& options) { return to_text(options.*Member); }
+template <auto Member>  // a member of TrainOptions::accelerator
+std::string accelerator_text_of(const TrainOptions& options) { return to_text(options.accelerator.*Member); }
 
 using O = TrainOptions;
+using A = AcceleratorOptions;
 constexpr Agreement kValue = Agreement::value, kContent = Agreement::content, kRank0 = Agreement::rank0,
                     kPerRank = Agreement::per_rank;
 const OptionField kFields[] = {
@@ -122,7 +126,6 @@ const OptionField kFields[] = {
     {"--max-steps", kValue, text_of<&O::max_steps>},
     {"--batch-size", kValue, text_of<&O::batch_size>},
     {"--eval-batch-size", kValue, text_of<&O::eval_batch_size>},
-    {"--gradient-accumulation-steps", kValue, text_of<&O::gradient_accumulation_steps>},
     {"--lr", kValue, text_of<&O::lr>},
     {"--weight-decay", kValue, text_of<&O::weight_decay>},
     {"--adam-beta1", kValue, text_of<&O::adam_beta1>},
@@ -132,15 +135,19 @@ const OptionField kFields[] = {
     {"--warmup-steps", kValue, text_of<&O::warmup_steps>},
     {"--lr-scheduler", kValue, text_of<&O::lr_scheduler>},
     {"--max-grad-norm", kValue, text_of<&O::max_grad_norm>},
-    {"--seed", kValue, text_of<&O::seed>},
     {"--skip-nonfinite", kValue, text_of<&O::skip_nonfinite>},
-    {"--bucket-mb", kValue, text_of<&O::bucket_mb>},
-    {"--first-bucket-mb", kValue, text_of<&O::first_bucket_mb>},
-    {"--overlap", kValue, text_of<&O::overlap>},
+    {"--device", kValue, accelerator_text_of<&A::device>},
+    {"--threads", kPerRank, accelerator_text_of<&A::threads>},  // nodes may differ in cores (the default already does)
+    {"--bucket-mb", kValue, accelerator_text_of<&A::bucket_mb>},
+    {"--first-bucket-mb", kValue, accelerator_text_of<&A::first_bucket_mb>},
+    {"--overlap", kValue, accelerator_text_of<&A::overlap>},
+    {"--gradient-accumulation-steps", kValue, accelerator_text_of<&A::gradient_accumulation_steps>},
+    {"--seed", kValue, accelerator_text_of<&A::seed>},
+    {"--log-all-ranks", kPerRank, accelerator_text_of<&A::log_all_ranks>},
+    {"--collective-timeout", kValue, accelerator_text_of<&A::collective_timeout>},
+    {"--gradient-checkpointing", kValue, accelerator_text_of<&A::gradient_checkpointing>},
+    {"--local-sgd-steps", kValue, accelerator_text_of<&A::local_sgd_steps>},
     {"--check-sync-every", kValue, text_of<&O::check_sync_every>},
-    {"--threads", kPerRank, text_of<&O::threads>},  // nodes may differ in cores (the default already does)
-    {"--device", kValue, text_of<&O::device>},
-    {"--collective-timeout", kValue, text_of<&O::collective_timeout>},
     {"--output", kRank0, text_of<&O::output>},
     {"--save-steps", kValue, text_of<&O::save_steps>},
     {"--save-total-limit", kValue, text_of<&O::save_total_limit>},
@@ -148,14 +155,12 @@ const OptionField kFields[] = {
     {"--overwrite-output-dir", kRank0, text_of<&O::overwrite_output_dir>},
     {"--eval-steps", kValue, text_of<&O::eval_steps>},
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
-    {"--log-all-ranks", kPerRank, text_of<&O::log_all_ranks>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
-    {"--gradient-checkpointing", kValue, text_of<&O::gradient_checkpointing>},
-    {"--local-sgd-steps", kValue, text_of<&O::local_sgd_steps>},
 };
-static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions>(),
-              "TrainOptions gained or lost a member: give it an entry in kFields (flag and Agreement, Note [Agreed options])");
+// TrainOptions::accelerator counts as its members.
+static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions>() - 1 + core::field_count<AcceleratorOptions>(),
+              "TrainOptions or AcceleratorOptions gained or lost a member: give it an entry in kFields (flag and Agreement, Note [Agreed options])");
 
 }  // namespace
 

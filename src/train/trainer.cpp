@@ -43,16 +43,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-AcceleratorOptions accelerator_options(const TrainOptions& o) {
-  AcceleratorOptions a;
-  a.device = o.device, a.threads = o.threads, a.bucket_mb = o.bucket_mb, a.first_bucket_mb = o.first_bucket_mb;
-  a.overlap = o.overlap, a.gradient_accumulation_steps = o.gradient_accumulation_steps, a.seed = o.seed;
-  a.log_all_ranks = o.log_all_ranks, a.collective_timeout = o.collective_timeout;
-  a.gradient_checkpointing = o.gradient_checkpointing;
-  a.local_sgd_steps = o.local_sgd_steps;
-  return a;
-}
-
 // The checkpoint's trainer_state.json text once `dir` verified against its manifest and the state's fields
 // validated (Note [Verified checkpoints]); Error naming the file otherwise.
 std::string read_verified_state(const fs::path& dir) {
@@ -117,7 +107,7 @@ struct Run {
   bool sync_check_due = false;   // --check-sync-every came due; with Local SGD it waits for the next average
   std::optional<EvaluationResult> last_eval;
 
-  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, accelerator_options(o)) {}
+  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator) {}
   void set_up();
   void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
@@ -150,14 +140,14 @@ void Run::set_up() {
   const TrainerState saved = resumed.value_or(TrainerState{});
   RunGeometry requested;
   requested.world_size = comm.world_size(), requested.per_rank_batch = options.batch_size;
-  requested.accumulation = options.gradient_accumulation_steps, requested.shuffle = options.shuffle;
-  requested.seed = options.seed, requested.train_examples = dataset->split_info(options.train_split).num_examples;
+  requested.accumulation = options.accelerator.gradient_accumulation_steps, requested.shuffle = options.shuffle;
+  requested.seed = options.accelerator.seed, requested.train_examples = dataset->split_info(options.train_split).num_examples;
   plan = plan_start(resume_dir.empty() ? nullptr : &saved, requested);
   HPCTRAIN_CHECK(dataset->num_labels() >= 2, "'{}' has {} label(s); classification needs at least 2",
                  options.data.string(), dataset->num_labels());
 
   TrainOptions seeded = options;
-  seeded.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
+  seeded.accelerator.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);

@@ -81,8 +81,8 @@ inline hpctrain::train::TrainOptions tiny_options(const Scratch& scratch, double
   o.data = fs::exists(scratch / "data.h5") ? scratch / "data.h5" : write_tiny_dataset(scratch / "data.h5");
   o.model_config = write_tiny_config(scratch / "config.json", dropout).string();
   o.output = scratch / "run";
-  o.batch_size = 4, o.epochs = 1, o.lr = 1e-3, o.threads = 1, o.progress = false, o.logging_steps = 1;
-  o.device = "cpu";
+  o.batch_size = 4, o.epochs = 1, o.lr = 1e-3, o.accelerator.threads = 1, o.progress = false, o.logging_steps = 1;
+  o.accelerator.device = "cpu";
   return o;
 }
 

@@ -38,8 +38,8 @@ BOOST_AUTO_TEST_CASE(the_table_lists_each_flag_once) {
 
 BOOST_AUTO_TEST_CASE(agreed_options_are_described_and_per_rank_ones_are_not) {
   TrainOptions options;
-  options.lr = 0.002, options.gradient_accumulation_steps = 4, options.shuffle = hpctrain::data::ShuffleMode::global;
-  options.model_config = "preset:tiny-bert", options.threads = 3, options.log_all_ranks = true;
+  options.lr = 0.002, options.accelerator.gradient_accumulation_steps = 4, options.shuffle = hpctrain::data::ShuffleMode::global;
+  options.model_config = "preset:tiny-bert", options.accelerator.threads = 3, options.accelerator.log_all_ranks = true;
   const RunDescription description = describe_train_options(options, identify_as_text);
   BOOST_TEST(value_in(description, "--lr") == "0.002");
   BOOST_TEST(value_in(description, "--gradient-accumulation-steps") == "4");

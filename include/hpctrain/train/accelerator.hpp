@@ -29,25 +29,10 @@
 #include "hpctrain/ddp/gradient_reducer.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/loader/shard_loader.hpp"
+#include "hpctrain/train/accelerator_options.hpp"
 #include "hpctrain/train/adamw.hpp"
 
 namespace hpctrain::train {
-
-struct AcceleratorOptions {
-  std::string device = "auto";        // auto | cpu | cuda (train/device.hpp)
-  int threads = 0;                    // CPU threads per rank; 0 = cores on the node / ranks on the node
-  double bucket_mb = 25;              // cap of every gradient bucket after the first, MiB
-  double first_bucket_mb = 1;         // cap of the first bucket, MiB
-  bool overlap = true;                // reduce buckets while backward runs
-  int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step (accumulate())
-  uint64_t seed = 42;                 // dropout seeds (seed_step), Note [Dropout seeds]
-  bool log_all_ranks = false;         // every rank logs, lines prefixed "[rank r]"
-  // Seconds a collective may wait before the job ends naming the missing ranks; 0 = off. Process-wide
-  // (Comm::set_collective_timeout, Note [Collective timeout]).
-  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
-  bool gradient_checkpointing = false;  // transformer layers recompute in backward (models/checkpointing.hpp)
-  int64_t local_sgd_steps = 0;          // > 0: Local SGD, parameters averaged every K steps (local_sgd_step())
-};
 
 class Accelerator {
  public:

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "hpctrain/data/sampler.hpp"
-#include "hpctrain/dist/comm.hpp"
+#include "hpctrain/train/accelerator_options.hpp"
 
 namespace hpctrain::train {
 
@@ -31,7 +31,6 @@ struct TrainOptions {
   int64_t max_steps = -1;                  // > 0: optimizer steps of the run, overrides epochs
   int64_t batch_size = 8;                  // per rank, per micro-batch (examples)
   int64_t eval_batch_size = 0;             // per rank; 0 = batch_size
-  int64_t gradient_accumulation_steps = 1;
   double lr = 5e-5;
   double weight_decay = 0.0;
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;  // Hugging Face's defaults
@@ -39,17 +38,13 @@ struct TrainOptions {
   int64_t warmup_steps = 0;
   std::string lr_scheduler = "linear";     // linear | cosine | constant
   double max_grad_norm = 1.0;              // <= 0: no clipping (the norm is still logged)
-  uint64_t seed = 42;                      // weights, data order and dropout (Note [Dropout seeds])
   bool skip_nonfinite = false;             // skip a step whose loss is NaN/inf instead of stopping
 
   // ---- Distributed ----
-  double bucket_mb = 25;                   // cap of each gradient bucket after the first, MiB
-  double first_bucket_mb = 1;              // cap of the first bucket, MiB
-  bool overlap = true;                     // reduce buckets during backward
+  // Device, threads, gradient buckets and overlap, accumulation steps, seed, log_all_ranks and the
+  // collective timeout: declared once, with their defaults, in accelerator_options.hpp.
+  AcceleratorOptions accelerator;
   int64_t check_sync_every = 0;            // steps between replica checksums; 0 = never
-  int threads = 0;                         // CPU threads per rank; 0 = cores on node / ranks on node
-  std::string device = "auto";             // auto | cpu | cuda
-  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;  // seconds; 0 = off (Comm::set_collective_timeout)
 
   // ---- Checkpoints ----
   std::filesystem::path output;            // run folder: checkpoint-STEP/, final/, metrics.jsonl
@@ -61,15 +56,10 @@ struct TrainOptions {
 
   // ---- Logging ----
   int64_t logging_steps = 10;              // steps between metrics.jsonl lines / plain progress lines
-  bool log_all_ranks = false;
   bool progress = true;                    // progress bar on a terminal
   // Testing aid: every rank appends "epoch step example_index" per trained example to
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;
-
-  // ---- Efficient training (issue 9; AcceleratorOptions fields of the same names) ----
-  bool gradient_checkpointing = false;     // recompute each transformer layer in backward (Note [Layer checkpointing])
-  int64_t local_sgd_steps = 0;             // > 0: Local SGD, parameters averaged every K steps; 0 = off (DDP)
 };
 
 // How an option is compared across ranks at start-up (Note [Agreed options], run_agreement.hpp).

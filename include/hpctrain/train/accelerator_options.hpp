@@ -1,0 +1,32 @@
+// AcceleratorOptions: how an Accelerator binds a rank and reduces gradients; declared once here, held by
+// TrainOptions (`hpctrain train`) and passed by custom loops to Accelerator's constructor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hpctrain/dist/buckets.hpp"
+#include "hpctrain/dist/comm.hpp"
+
+namespace hpctrain::train {
+
+// MiB as the options state them, from the bytes dist/buckets.hpp defaults to (the one place they are set).
+inline constexpr double bytes_to_mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+struct AcceleratorOptions {
+  std::string device = "auto";        // auto | cpu | cuda (train/device.hpp)
+  int threads = 0;                    // CPU threads per rank; 0 = cores on the node / ranks on the node
+  double bucket_mb = bytes_to_mib(dist::kDefaultBucketBytes);             // cap of every bucket after the first, MiB
+  double first_bucket_mb = bytes_to_mib(dist::kDefaultFirstBucketBytes);  // cap of the first bucket, MiB
+  bool overlap = true;                // reduce buckets while backward runs
+  int64_t gradient_accumulation_steps = 1;  // micro-batches per optimizer step (accumulate())
+  uint64_t seed = 42;                 // weights, data order and dropout seeds (seed_step), Note [Dropout seeds]
+  bool log_all_ranks = false;         // every rank logs, lines prefixed "[rank r]"
+  // Seconds a collective may wait before the job ends naming the missing ranks; 0 = off. Process-wide
+  // (Comm::set_collective_timeout, Note [Collective timeout]).
+  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
+  bool gradient_checkpointing = false;  // transformer layers recompute in backward (Note [Layer checkpointing])
+  int64_t local_sgd_steps = 0;          // > 0: Local SGD, parameters averaged every K steps (local_sgd_step()); 0 = off
+};
+
+}  // namespace hpctrain::train
