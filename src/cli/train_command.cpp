@@ -72,9 +72,28 @@ po::options_description optimizer_group(train::OptimizerOptions& o) {
       ("optim", po::value(&o.optim)->default_value(o.optim),
        fmt::format("optimizer, Hugging Face Trainer's names: {}", fmt::join(train::optimizer_names(), " | ")).c_str())
       ("weight-decay", po::value(&o.weight_decay)->default_value(o.weight_decay), "not applied to biases and LayerNorm weights")
-      ("adam-beta1", po::value(&o.adam_beta1)->default_value(o.adam_beta1), "AdamW beta1")
+      ("adam-beta1", po::value(&o.adam_beta1)->default_value(o.adam_beta1, "0.9"), "AdamW beta1")
       ("adam-beta2", po::value(&o.adam_beta2)->default_value(o.adam_beta2), "AdamW beta2")
-      ("adam-epsilon", po::value(&o.adam_epsilon)->default_value(o.adam_epsilon, "1e-8"), "AdamW epsilon");
+      ("adam-epsilon", po::value(&o.adam_epsilon)->default_value(o.adam_epsilon, "1e-8"), "AdamW epsilon")
+      ("sgd-momentum", po::value(&o.sgd_momentum)->default_value(o.sgd_momentum), "SGD momentum (0: none)")
+      ("sgd-dampening", po::value(&o.sgd_dampening)->default_value(o.sgd_dampening), "SGD dampening of the momentum")
+      ("sgd-nesterov", po::bool_switch(&o.sgd_nesterov), "SGD with Nesterov momentum (needs --sgd-momentum > 0)")
+      ("adafactor-beta1", po::value(&o.adafactor_beta1)->default_value(o.adafactor_beta1),
+       "Adafactor first-moment decay (0: no first moment, Transformers' beta1=None)")
+      ("adafactor-relative-step", po::bool_switch(&o.adafactor_relative_step),
+       "Adafactor's own step size min(1e-2, 1/sqrt(step)) instead of --lr and its schedule")
+      ("adafactor-scale-parameter", po::bool_switch(&o.adafactor_scale_parameter),
+       "Adafactor: step size times max(eps2, RMS of the parameter)")
+      ("adafactor-warmup-init", po::bool_switch(&o.adafactor_warmup_init),
+       "Adafactor relative step min(1e-6 step, 1/sqrt(step)) (needs --adafactor-relative-step)")
+      ("adafactor-clip-threshold", po::value(&o.adafactor_clip_threshold)->default_value(o.adafactor_clip_threshold),
+       "Adafactor: largest RMS of an update")
+      ("adafactor-decay-rate", po::value(&o.adafactor_decay_rate)->default_value(o.adafactor_decay_rate, "-0.8"),
+       "Adafactor: beta2 of step t is 1 - t^rate")
+      ("adafactor-eps1", po::value(&o.adafactor_eps1)->default_value(o.adafactor_eps1, "1e-30"),
+       "Adafactor: added to the squared gradient")
+      ("adafactor-eps2", po::value(&o.adafactor_eps2)->default_value(o.adafactor_eps2, "1e-3"),
+       "Adafactor: floor of the parameter scale");
   return g;
 }
 

@@ -7,8 +7,10 @@
 #include <cmath>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/train/adafactor.hpp"
 #include "hpctrain/train/adamw.hpp"
 #include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/train/sgd.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -31,6 +33,41 @@ std::unique_ptr<Optimizer> make_adamw(const OptimizerOptions& o, Groups groups) 
   return std::make_unique<AdamW>(std::move(groups), adamw);
 }
 
+// ---- sgd ----
+void check_sgd(const OptimizerOptions& o) {
+  check_unit_interval(o.sgd_momentum, "--sgd-momentum", "momentum");
+  HPCTRAIN_CHECK(o.sgd_dampening >= 0 && o.sgd_dampening <= 1, "--sgd-dampening {}: expected 0 <= dampening <= 1",
+                 o.sgd_dampening);
+  HPCTRAIN_CHECK(!o.sgd_nesterov || (o.sgd_momentum > 0 && o.sgd_dampening == 0),
+                 "--sgd-nesterov needs --sgd-momentum > 0 and --sgd-dampening 0 (got {} and {})", o.sgd_momentum,
+                 o.sgd_dampening);
+}
+std::unique_ptr<Optimizer> make_sgd(const OptimizerOptions& o, Groups groups) {
+  return std::make_unique<Sgd>(std::move(groups), SgdOptions{o.sgd_momentum, o.sgd_dampening, o.sgd_nesterov});
+}
+
+// ---- adafactor ----
+void check_adafactor(const OptimizerOptions& o) {
+  check_unit_interval(o.adafactor_beta1, "--adafactor-beta1", "beta1 (0: no first moment)");
+  HPCTRAIN_CHECK(o.adafactor_clip_threshold > 0 && std::isfinite(o.adafactor_clip_threshold),
+                 "--adafactor-clip-threshold {}: expected > 0", o.adafactor_clip_threshold);
+  HPCTRAIN_CHECK(o.adafactor_decay_rate < 0 && o.adafactor_decay_rate >= -1, "--adafactor-decay-rate {}: expected "
+                 "-1 <= rate < 0 (beta2 of step t is 1 - t^rate)", o.adafactor_decay_rate);
+  HPCTRAIN_CHECK(o.adafactor_eps1 > 0 && std::isfinite(o.adafactor_eps1), "--adafactor-eps1 {}: expected > 0",
+                 o.adafactor_eps1);
+  HPCTRAIN_CHECK(o.adafactor_eps2 >= 0 && std::isfinite(o.adafactor_eps2), "--adafactor-eps2 {}: expected >= 0",
+                 o.adafactor_eps2);
+  HPCTRAIN_CHECK(!o.adafactor_warmup_init || o.adafactor_relative_step,
+                 "--adafactor-warmup-init needs --adafactor-relative-step (as transformers' Adafactor)");
+}
+std::unique_ptr<Optimizer> make_adafactor(const OptimizerOptions& o, Groups groups) {
+  AdafactorOptions a;
+  a.eps1 = o.adafactor_eps1, a.eps2 = o.adafactor_eps2, a.clip_threshold = o.adafactor_clip_threshold;
+  a.decay_rate = o.adafactor_decay_rate, a.beta1 = o.adafactor_beta1, a.scale_parameter = o.adafactor_scale_parameter;
+  a.relative_step = o.adafactor_relative_step, a.warmup_init = o.adafactor_warmup_init;
+  return std::make_unique<Adafactor>(std::move(groups), a);
+}
+
 struct OptimizerEntry {
   std::string name;                  // the type tag (Hugging Face Trainer's --optim name)
   std::vector<std::string> aliases;  // other names --optim accepts
@@ -41,6 +78,8 @@ struct OptimizerEntry {
 const std::vector<OptimizerEntry>& optimizer_table() {
   static const std::vector<OptimizerEntry> table = {
       {"adamw_torch", {"adamw"}, check_adamw, make_adamw},
+      {"adafactor", {}, check_adafactor, make_adafactor},
+      {"sgd", {}, check_sgd, make_sgd},
       // adamw_bnb_8bit (adamw_8bit): its row goes here.
   };
   return table;
