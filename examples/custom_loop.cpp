@@ -1,7 +1,9 @@
 // A custom data-parallel training loop on the Accelerator API (what `hpctrain train` does, by hand):
 // gradient accumulation, clipping, a warm-up schedule, exact evaluation with gather_for_metrics and a
 // rank-0 checkpoint. Run it like the CLI:
-//   mpirun -np 2 custom_loop DATA.h5 CONFIG.json OUTPUT_DIR [EPOCHS]
+//   mpirun -np 2 custom_loop DATA.h5 CONFIG.json OUTPUT_DIR [EPOCHS] [OPTIM]
+// OPTIM is one of `hpctrain train`'s --optim names (adamw_torch, sgd, adafactor, ...): the loop picks the
+// optimizer through the train::Optimizer interface (make_optimizer) and never names its type.
 // DATA.h5 comes from `hpctrain prep text`; CONFIG.json is a DistilBERT/BERT config (labels are taken
 // from the dataset). Not shown here: resume, non-finite checks, metrics files (see src/train/trainer.cpp).
 #include <ATen/ATen.h>
@@ -10,6 +12,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "hpctrain/data/dataset_reader.hpp"
@@ -18,6 +21,7 @@
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/optimizer.hpp"
 #include "hpctrain/train/schedule.hpp"
 
 using namespace hpctrain;
@@ -27,6 +31,7 @@ namespace {
 struct Args {
   std::string data, config, output;
   int64_t epochs = 2;
+  std::string optim = "adamw_torch";
 };
 
 // The model of CONFIG.json with the dataset's labels; every rank seeds alike (rank 0's weights win anyway).
@@ -60,10 +65,13 @@ int run(dist::Comm& comm, const Args& args) {
   train::Accelerator acc(comm, options);
   auto model = build_model(args);
   acc.prepare_model(*model);  // before the optimizer: the model is on its device now
-  train::AdamW optimizer(model->named_parameters().pairs(), train::AdamWOptions{});
+  // Any optimizer through the train::Optimizer interface; --optim's names (train::optimizer_names()).
+  train::OptimizerOptions optimizer_options;
+  optimizer_options.optim = args.optim;
+  const std::unique_ptr<train::Optimizer> optimizer = train::make_optimizer(optimizer_options, model->named_parameters().pairs());
   loader::LoaderOptions train_data;
   train_data.batch_size = 4, train_data.shuffle = data::ShuffleMode::global, train_data.seed = 1;
-  auto train_loader = acc.prepare(*model, optimizer, args.data, train_data);
+  auto train_loader = acc.prepare(*model, *optimizer, args.data, train_data);
   loader::LoaderOptions eval_data;
   eval_data.split = "validation", eval_data.shuffle = data::ShuffleMode::none;
   auto eval_loader = acc.prepare_data(args.data, eval_data);
@@ -82,7 +90,7 @@ int run(dist::Comm& comm, const Args& args) {
       acc.backward(output.loss / 2.0);  // mean over the 2 micro-batches of a step
       if (!sync) continue;
       const double norm = acc.clip_grad_norm(1.0);
-      optimizer.step(train::learning_rate(schedule, step++));
+      optimizer->step(train::learning_rate(schedule, step++));
       acc.zero_grad();
       acc.print("epoch {} step {} loss {:.4f} grad_norm {:.3f}", epoch, step, output.loss.item<double>(), norm);
     }
@@ -97,11 +105,11 @@ int run(dist::Comm& comm, const Args& args) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: mpirun -np N %s DATA.h5 CONFIG.json OUTPUT_DIR [EPOCHS]\n", argv[0]);
+    std::fprintf(stderr, "usage: mpirun -np N %s DATA.h5 CONFIG.json OUTPUT_DIR [EPOCHS] [OPTIM]\n", argv[0]);
     return 2;
   }
   dist::MpiRuntime runtime(&argc, &argv);
-  Args args{argv[1], argv[2], argv[3], argc > 4 ? std::stoll(argv[4]) : 2};
+  Args args{argv[1], argv[2], argv[3], argc > 4 ? std::stoll(argv[4]) : 2, argc > 5 ? argv[5] : "adamw_torch"};
   try {
     return run(runtime.world(), args);
   } catch (const std::exception& e) {

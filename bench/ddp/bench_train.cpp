@@ -18,7 +18,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
-#include "hpctrain/train/adamw.hpp"
+#include "hpctrain/train/optimizer.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
@@ -102,7 +102,7 @@ int run(dist::Comm& comm, const Settings& s) {
   torch::manual_seed(0);
   const auto model = models::from_config(io::HfConfig::from_json(bench::benchmark_config(s.model), "bench_train"));
   acc.prepare_model(*model);
-  train::AdamW optimizer(model->named_parameters().pairs(), train::AdamWOptions{});
+  const auto optimizer = train::make_optimizer(train::OptimizerOptions{}, model->named_parameters().pairs());  // AdamW
   model->train();
   torch::manual_seed(1 + static_cast<uint64_t>(comm.rank()));  // each rank its own batch
   const models::ModelInputs inputs = bench::benchmark_inputs(s.model);
@@ -121,7 +121,7 @@ int run(dist::Comm& comm, const Settings& s) {
     const auto forward_done = Clock::now();
     acc.backward(out.loss);
     const auto backward_done = Clock::now();
-    optimizer.step(1e-4);
+    optimizer->step(1e-4);
     const auto stop = Clock::now();
     const ddp::ReducerStats& stats = acc.reducer().last_step_stats();
     std::array<double, kFigures.size()> figures = {seconds(start, stop),

@@ -1,10 +1,12 @@
 // `hpctrain train`: grouped option descriptions -> train::TrainOptions -> train::run_training.
 // Every flag is also a key of --config FILE (`key = value` lines; the command line wins).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/train/optimizer_options.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "option_parsing.hpp"
 
@@ -56,17 +58,44 @@ po::options_description optimization_group(train::TrainOptions& o) {
        "examples per rank per micro-batch; global batch = this x ranks x accumulation steps")
       ("eval-batch-size", po::value(&o.eval_batch_size)->default_value(0), "examples per rank in evaluation (0: --batch-size)")
       ("gradient-accumulation-steps", po::value(&o.accelerator.gradient_accumulation_steps)->default_value(1), "micro-batches per step")
-      ("lr", po::value(&o.lr)->default_value(o.lr), "peak learning rate of AdamW")
-      ("weight-decay", po::value(&o.weight_decay)->default_value(o.weight_decay), "not applied to biases and LayerNorm weights")
-      ("adam-beta1", po::value(&o.adam_beta1)->default_value(o.adam_beta1), "AdamW beta1")
-      ("adam-beta2", po::value(&o.adam_beta2)->default_value(o.adam_beta2), "AdamW beta2")
-      ("adam-epsilon", po::value(&o.adam_epsilon)->default_value(o.adam_epsilon, "1e-8"), "AdamW epsilon")
+      ("lr", po::value(&o.lr)->default_value(o.lr), "peak learning rate of the schedule")
       ("warmup-ratio", po::value(&o.warmup_ratio)->default_value(o.warmup_ratio), "share of the steps warming up")
       ("warmup-steps", po::value(&o.warmup_steps)->default_value(o.warmup_steps), "steps warming up (instead of the ratio)")
       ("lr-scheduler", po::value(&o.lr_scheduler)->default_value(o.lr_scheduler), "linear | cosine | constant")
       ("max-grad-norm", po::value(&o.max_grad_norm)->default_value(o.max_grad_norm), "clip the global gradient norm (<= 0: off)")
       ("seed", po::value(&o.accelerator.seed)->default_value(o.accelerator.seed), "seed of the weights, data order and dropout")
       ("skip-nonfinite", po::bool_switch(&o.skip_nonfinite), "skip steps whose loss is NaN/inf (default: stop)");
+  return g;
+}
+
+po::options_description optimizer_group(train::OptimizerOptions& o) {
+  po::options_description g("Optimizer");
+  g.add_options()
+      ("optim", po::value(&o.optim)->default_value(o.optim),
+       fmt::format("optimizer, Hugging Face Trainer's names: {}", fmt::join(train::optimizer_names(), " | ")).c_str())
+      ("weight-decay", po::value(&o.weight_decay)->default_value(o.weight_decay), "not applied to biases and LayerNorm weights")
+      ("adam-beta1", po::value(&o.adam_beta1)->default_value(o.adam_beta1, "0.9"), "AdamW beta1")
+      ("adam-beta2", po::value(&o.adam_beta2)->default_value(o.adam_beta2), "AdamW beta2")
+      ("adam-epsilon", po::value(&o.adam_epsilon)->default_value(o.adam_epsilon, "1e-8"), "AdamW epsilon")
+      ("sgd-momentum", po::value(&o.sgd_momentum)->default_value(o.sgd_momentum), "SGD momentum (0: none)")
+      ("sgd-dampening", po::value(&o.sgd_dampening)->default_value(o.sgd_dampening), "SGD dampening of the momentum")
+      ("sgd-nesterov", po::bool_switch(&o.sgd_nesterov), "SGD with Nesterov momentum (needs --sgd-momentum > 0)")
+      ("adafactor-beta1", po::value(&o.adafactor_beta1)->default_value(o.adafactor_beta1),
+       "Adafactor first-moment decay (0: no first moment, Transformers' beta1=None)")
+      ("adafactor-relative-step", po::bool_switch(&o.adafactor_relative_step),
+       "Adafactor's own step size min(1e-2, 1/sqrt(step)) instead of --lr and its schedule")
+      ("adafactor-scale-parameter", po::bool_switch(&o.adafactor_scale_parameter),
+       "Adafactor: step size times max(eps2, RMS of the parameter)")
+      ("adafactor-warmup-init", po::bool_switch(&o.adafactor_warmup_init),
+       "Adafactor relative step min(1e-6 step, 1/sqrt(step)) (needs --adafactor-relative-step)")
+      ("adafactor-clip-threshold", po::value(&o.adafactor_clip_threshold)->default_value(o.adafactor_clip_threshold),
+       "Adafactor: largest RMS of an update")
+      ("adafactor-decay-rate", po::value(&o.adafactor_decay_rate)->default_value(o.adafactor_decay_rate, "-0.8"),
+       "Adafactor: beta2 of step t is 1 - t^rate")
+      ("adafactor-eps1", po::value(&o.adafactor_eps1)->default_value(o.adafactor_eps1, "1e-30"),
+       "Adafactor: added to the squared gradient")
+      ("adafactor-eps2", po::value(&o.adafactor_eps2)->default_value(o.adafactor_eps2, "1e-3"),
+       "Adafactor: floor of the parameter scale");
   return g;
 }
 
@@ -124,6 +153,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   std::string trace;
   po::options_description all;
   all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options));
+  all.add(optimizer_group(options.optimizer));
   all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace));
   po::variables_map values;
   if (!parse_options(args, kUsage, all, values)) return 0;

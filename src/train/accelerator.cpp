@@ -122,13 +122,13 @@ std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& f
   return loader;
 }
 
-std::unique_ptr<loader::ShardLoader> Accelerator::prepare(torch::nn::Module& model, AdamW& optimizer, const fs::path& file,
+std::unique_ptr<loader::ShardLoader> Accelerator::prepare(torch::nn::Module& model, Optimizer& optimizer, const fs::path& file,
                                                           loader::LoaderOptions options) {
   if (model_ == nullptr) prepare_model(model);
   HPCTRAIN_CHECK(model_ == &model, "Accelerator::prepare: another model was prepared before");
   for (const auto& [name, state] : optimizer.state_dict()) {
     HPCTRAIN_CHECK(name == "step" || state.device() == device_,
-                   "Accelerator::prepare: the optimizer's state '{}' is on {}, the model on {}\n  hint: build AdamW "
+                   "Accelerator::prepare: the optimizer's state '{}' is on {}, the model on {}\n  hint: build the optimizer "
                    "after prepare_model(model) (or after model.to(accelerator.device()))", name, state.device().str(),
                    device_.str());
   }

@@ -1,36 +1,34 @@
+// AdamW (adamw.hpp): the fused CPU loop (Note [Fused AdamW]) or torch.optim.AdamW's tensor operations.
 #include "hpctrain/train/adamw.hpp"
 
 #include <ATen/Dispatch.h>
-#include <ATen/core/grad_mode.h>
-#include <fmt/ranges.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
+#include <utility>
 
 #include "adamw_kernel.hpp"
-#include "hpctrain/core/error.hpp"
 
 namespace hpctrain::train {
 
-bool excluded_from_weight_decay(const std::string& name) {
-  auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with("bias")) return true;
-  return name.find("LayerNorm.") != std::string::npos || name.find("layer_norm.") != std::string::npos;
-}
+AdamW::AdamW(const NamedParameters& named_parameters, AdamWOptions options)
+    : AdamW(weight_decay_groups(named_parameters, options.weight_decay), options) {}
 
-AdamW::AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, AdamWOptions options)
-    : options_(options) {
-  for (auto& [name, param] : named_parameters) {
+AdamW::AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
+    : Optimizer(std::move(groups)), options_(options) {
+  for (const Parameter& p : parameters()) {
     Slot slot;
-    slot.name = name;
-    slot.param = param;
-    slot.exp_avg = at::zeros_like(param, at::MemoryFormat::Contiguous);
-    slot.exp_avg_sq = at::zeros_like(param, at::MemoryFormat::Contiguous);
-    slot.decay = !excluded_from_weight_decay(name);
+    slot.name = p.name;
+    slot.param = p.tensor;
+    slot.exp_avg = at::zeros_like(p.tensor, at::MemoryFormat::Contiguous);
+    slot.exp_avg_sq = at::zeros_like(p.tensor, at::MemoryFormat::Contiguous);
+    slot.weight_decay = p.weight_decay;
     slots_.push_back(std::move(slot));
   }
+}
+
+nlohmann::json AdamW::hyperparameters() const {
+  return {{"betas", {options_.beta1, options_.beta2}}, {"eps", options_.eps}};
 }
 
 namespace {
@@ -71,19 +69,18 @@ void tensor_update(const at::Tensor& param, const at::Tensor& grad, const at::Te
 
 }  // namespace
 
-void AdamW::step(double lr) {
-  at::NoGradGuard no_grad;
-  ++step_;
+void AdamW::update(double lr) {
+  const auto step = static_cast<double>(steps());
   detail::AdamWScalars scalars;
   scalars.beta1 = options_.beta1;
   scalars.beta2 = options_.beta2;
   scalars.eps = options_.eps;
-  scalars.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, static_cast<double>(step_)));
-  scalars.step_size = lr / (1.0 - std::pow(options_.beta1, static_cast<double>(step_)));
+  scalars.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(options_.beta2, step));
+  scalars.step_size = lr / (1.0 - std::pow(options_.beta1, step));
   for (auto& slot : slots_) {
     const at::Tensor& grad = slot.param.grad();
     if (!grad.defined()) continue;
-    scalars.decay_factor = slot.decay && options_.weight_decay != 0.0 ? 1.0 - lr * options_.weight_decay : 1.0;
+    scalars.decay_factor = slot.weight_decay != 0.0 ? 1.0 - lr * slot.weight_decay : 1.0;
     if (options_.fused && fusable(slot.param, grad, slot.exp_avg, slot.exp_avg_sq)) {
       fused_update(slot.param, grad, slot.exp_avg, slot.exp_avg_sq, scalars);
     } else {
@@ -92,45 +89,13 @@ void AdamW::step(double lr) {
   }
 }
 
-void AdamW::zero_grad() {
-  for (auto& slot : slots_) {
-    at::Tensor grad = slot.param.mutable_grad();
-    if (grad.defined()) grad.zero_();
-  }
-}
-
-std::map<std::string, at::Tensor> AdamW::state_dict() const {
-  std::map<std::string, at::Tensor> state;
+OptimizerState AdamW::state_tensors() const {
+  OptimizerState state;
   for (const auto& slot : slots_) {
     state["exp_avg." + slot.name] = slot.exp_avg;
     state["exp_avg_sq." + slot.name] = slot.exp_avg_sq;
   }
-  state["step"] = at::scalar_tensor(step_, at::kLong);
   return state;
-}
-
-void AdamW::load_state_dict(const std::map<std::string, at::Tensor>& state) {
-  std::vector<std::string> problems;
-  auto take = [&](const std::string& key, at::Tensor& into) {
-    auto it = state.find(key);
-    if (it == state.end()) {
-      problems.push_back(fmt::format("missing '{}'", key));
-    } else if (it->second.sizes() != into.sizes()) {
-      problems.push_back(fmt::format("'{}' has shape {}, expected {}", key, fmt::join(it->second.sizes(), "x"),
-                                     fmt::join(into.sizes(), "x")));
-    } else {
-      at::NoGradGuard no_grad;
-      into.copy_(it->second);
-    }
-  };
-  for (auto& slot : slots_) {
-    take("exp_avg." + slot.name, slot.exp_avg);
-    take("exp_avg_sq." + slot.name, slot.exp_avg_sq);
-  }
-  auto step = state.find("step");
-  if (step == state.end()) problems.push_back("missing 'step'");
-  HPCTRAIN_CHECK(problems.empty(), "optimizer state does not fit the model: {}", fmt::join(problems, "; "));
-  step_ = step->second.item<int64_t>();
 }
 
 }  // namespace hpctrain::train

@@ -51,11 +51,7 @@ void check_optimization(const TrainOptions& o) {
   check_positive(o.accelerator.gradient_accumulation_steps, "--gradient-accumulation-steps");
   check_finite(o.lr, "--lr");
   HPCTRAIN_CHECK(o.lr >= 0, "--lr {}: expected >= 0", o.lr);
-  check_finite(o.weight_decay, "--weight-decay");
-  HPCTRAIN_CHECK(o.weight_decay >= 0, "--weight-decay {}: expected >= 0", o.weight_decay);
-  HPCTRAIN_CHECK(o.adam_beta1 >= 0 && o.adam_beta1 < 1, "--adam-beta1 {}: expected 0 <= beta1 < 1", o.adam_beta1);
-  HPCTRAIN_CHECK(o.adam_beta2 >= 0 && o.adam_beta2 < 1, "--adam-beta2 {}: expected 0 <= beta2 < 1", o.adam_beta2);
-  HPCTRAIN_CHECK(o.adam_epsilon > 0 && std::isfinite(o.adam_epsilon), "--adam-epsilon {}: expected > 0", o.adam_epsilon);
+  validate_optimizer_options(o.optimizer);
   HPCTRAIN_CHECK(o.warmup_ratio >= 0 && o.warmup_ratio < 1, "--warmup-ratio {}: expected 0 <= ratio < 1", o.warmup_ratio);
   check_not_negative(o.warmup_steps, "--warmup-steps", "use --warmup-ratio");
   HPCTRAIN_CHECK(!(o.warmup_steps > 0 && o.warmup_ratio > 0), "give --warmup-steps or --warmup-ratio, not both");
@@ -110,6 +106,10 @@ std::string accelerator_text_of(const TrainOptions& options) { return to_text(op
 
 using O = TrainOptions;
 using A = AcceleratorOptions;
+template <auto Member>
+std::string optimizer_text_of(const TrainOptions& options) { return to_text(options.optimizer.*Member); }
+
+using Opt = OptimizerOptions;
 constexpr Agreement kValue = Agreement::value, kContent = Agreement::content, kRank0 = Agreement::rank0,
                     kPerRank = Agreement::per_rank;
 const OptionField kFields[] = {
@@ -127,10 +127,23 @@ const OptionField kFields[] = {
     {"--batch-size", kValue, text_of<&O::batch_size>},
     {"--eval-batch-size", kValue, text_of<&O::eval_batch_size>},
     {"--lr", kValue, text_of<&O::lr>},
-    {"--weight-decay", kValue, text_of<&O::weight_decay>},
-    {"--adam-beta1", kValue, text_of<&O::adam_beta1>},
-    {"--adam-beta2", kValue, text_of<&O::adam_beta2>},
-    {"--adam-epsilon", kValue, text_of<&O::adam_epsilon>},
+    // TrainOptions::optimizer, member by member (kOptimizerFields below counts them)
+    {"--optim", kValue, optimizer_text_of<&Opt::optim>},
+    {"--weight-decay", kValue, optimizer_text_of<&Opt::weight_decay>},
+    {"--adam-beta1", kValue, optimizer_text_of<&Opt::adam_beta1>},
+    {"--adam-beta2", kValue, optimizer_text_of<&Opt::adam_beta2>},
+    {"--adam-epsilon", kValue, optimizer_text_of<&Opt::adam_epsilon>},
+    {"--sgd-momentum", kValue, optimizer_text_of<&Opt::sgd_momentum>},
+    {"--sgd-dampening", kValue, optimizer_text_of<&Opt::sgd_dampening>},
+    {"--sgd-nesterov", kValue, optimizer_text_of<&Opt::sgd_nesterov>},
+    {"--adafactor-beta1", kValue, optimizer_text_of<&Opt::adafactor_beta1>},
+    {"--adafactor-relative-step", kValue, optimizer_text_of<&Opt::adafactor_relative_step>},
+    {"--adafactor-scale-parameter", kValue, optimizer_text_of<&Opt::adafactor_scale_parameter>},
+    {"--adafactor-warmup-init", kValue, optimizer_text_of<&Opt::adafactor_warmup_init>},
+    {"--adafactor-clip-threshold", kValue, optimizer_text_of<&Opt::adafactor_clip_threshold>},
+    {"--adafactor-decay-rate", kValue, optimizer_text_of<&Opt::adafactor_decay_rate>},
+    {"--adafactor-eps1", kValue, optimizer_text_of<&Opt::adafactor_eps1>},
+    {"--adafactor-eps2", kValue, optimizer_text_of<&Opt::adafactor_eps2>},
     {"--warmup-ratio", kValue, text_of<&O::warmup_ratio>},
     {"--warmup-steps", kValue, text_of<&O::warmup_steps>},
     {"--lr-scheduler", kValue, text_of<&O::lr_scheduler>},
@@ -158,9 +171,12 @@ const OptionField kFields[] = {
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
 };
-// TrainOptions::accelerator counts as its members.
-static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions>() - 1 + core::field_count<AcceleratorOptions>(),
-              "TrainOptions or AcceleratorOptions gained or lost a member: give it an entry in kFields (flag and Agreement, Note [Agreed options])");
+// TrainOptions::accelerator and TrainOptions::optimizer have one entry per member of theirs instead of one each.
+constexpr std::size_t kOptimizerFields = core::field_count<OptimizerOptions>();
+static_assert(std::extent_v<decltype(kFields)> ==
+                  core::field_count<TrainOptions>() - 2 + core::field_count<AcceleratorOptions>() + kOptimizerFields,
+              "TrainOptions, AcceleratorOptions or OptimizerOptions gained or lost a member: give it an entry in kFields "
+              "(flag and Agreement, Note [Agreed options])");
 
 }  // namespace
 

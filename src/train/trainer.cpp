@@ -29,6 +29,7 @@
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/optimizer.hpp"
 #include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/trainer_state.hpp"
@@ -94,7 +95,7 @@ struct Run {
   Accelerator acc;
   std::unique_ptr<data::DatasetReader> dataset;
   ModelSetup setup;
-  std::unique_ptr<AdamW> optimizer;
+  std::unique_ptr<Optimizer> optimizer;
   std::unique_ptr<loader::ShardLoader> train_loader, eval_loader;
   RunFolder folder;  // Note [One run per folder]: rank 0 holds its lock until the run ends
   TrainerState state;
@@ -151,8 +152,7 @@ void Run::set_up() {
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
-  const AdamWOptions adamw{options.lr, options.adam_beta1, options.adam_beta2, options.adam_epsilon, options.weight_decay};
-  optimizer = std::make_unique<AdamW>(setup.model->named_parameters().pairs(), adamw);
+  optimizer = make_optimizer(options.optimizer, setup.model->named_parameters().pairs());
   acc.register_optimizer(*optimizer);
   if (!resume_dir.empty()) {
     acc.load_tensors(resume_dir);  // verified by find_resume_point

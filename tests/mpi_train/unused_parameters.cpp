@@ -13,6 +13,7 @@
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/train/accelerator.hpp"
+#include "hpctrain/train/optimizer.hpp"
 
 using namespace hpctrain;
 
@@ -42,8 +43,8 @@ int run(dist::Comm& comm) {
   torch::manual_seed(100 + static_cast<uint64_t>(comm.rank()));  // different init: the broadcast must fix it
   Net net;
   acc.prepare_model(net);
-  train::AdamW optimizer(net.named_parameters().pairs(), {});
-  acc.register_optimizer(optimizer);
+  const auto optimizer = train::make_optimizer(train::OptimizerOptions{}, net.named_parameters().pairs());
+  acc.register_optimizer(*optimizer);
   for (int64_t micro = 0; micro < 8; ++micro) {
     const bool sync = acc.accumulate();
     torch::manual_seed(static_cast<uint64_t>(micro * 10 + comm.rank()));
@@ -51,7 +52,7 @@ int run(dist::Comm& comm) {
     acc.backward(loss);
     if (!sync) continue;
     acc.clip_grad_norm(1.0);
-    optimizer.step(1e-2);
+    optimizer->step(1e-2);
     acc.zero_grad();
   }
   ddp::NamedTensors named;

@@ -59,7 +59,7 @@ BOOST_AUTO_TEST_CASE(state_round_trip_and_strict_load) {
     BOOST_FAIL("expected an error");
   } catch (const hpctrain::Error& e) {
     const std::string message = e.what();
-    BOOST_TEST(message.find("'exp_avg.w' has shape 3, expected 4") != std::string::npos, message);
+    BOOST_TEST(message.find("'exp_avg.w' has shape [3], expected [4]") != std::string::npos, message);
     BOOST_TEST(message.find("missing 'exp_avg.v'") != std::string::npos, message);
   }
 }

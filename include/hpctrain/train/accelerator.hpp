@@ -7,10 +7,10 @@
 // Typical loop (examples/custom_loop.cpp):
 //   Accelerator acc(comm, options);
 //   acc.prepare_model(*model);                       // before building the optimizer (device moves)
-//   AdamW optimizer(model->named_parameters().pairs(), {});
-//   auto loader = acc.prepare(*model, optimizer, "data.h5", loader_options);
+//   auto optimizer = make_optimizer(optimizer_options, model->named_parameters().pairs());  // or AdamW(...)
+//   auto loader = acc.prepare(*model, *optimizer, "data.h5", loader_options);
 //   loader->start_epoch(epoch);
-//   while (auto batch = loader->next()) { acc.backward(loss); acc.clip_grad_norm(1.0); optimizer.step(lr); ... }
+//   while (auto batch = loader->next()) { acc.backward(loss); acc.clip_grad_norm(1.0); optimizer->step(lr); ... }
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -30,7 +30,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/loader/shard_loader.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
-#include "hpctrain/train/adamw.hpp"
+#include "hpctrain/train/optimizer.hpp"
 
 namespace hpctrain::train {
 
@@ -62,10 +62,10 @@ class Accelerator {
                                                                   loader::LoaderOptions options);
   // Accelerate's prepare(model, optimizer, data): prepare_model (when not done yet), registers the
   // optimizer for save_state/load_state (its state must live on device()), prepare_data.
-  [[nodiscard]] std::unique_ptr<loader::ShardLoader> prepare(torch::nn::Module& model, AdamW& optimizer,
+  [[nodiscard]] std::unique_ptr<loader::ShardLoader> prepare(torch::nn::Module& model, Optimizer& optimizer,
                                                              const std::filesystem::path& file,
                                                              loader::LoaderOptions options);
-  void register_optimizer(AdamW& optimizer) { optimizer_ = &optimizer; }
+  void register_optimizer(Optimizer& optimizer) { optimizer_ = &optimizer; }
 
   // loss.backward(); on a synced micro-batch the gradients are then averaged over all ranks
   // (collective); a CPU parameter's .grad is then a view of the reducer's buffer, overwritten by the next
@@ -142,7 +142,7 @@ class Accelerator {
   at::Device device_{at::kCPU};
   int threads_ = 1;
   torch::nn::Module* model_ = nullptr;
-  AdamW* optimizer_ = nullptr;
+  Optimizer* optimizer_ = nullptr;
   std::vector<at::Tensor> trainable_;
   std::unique_ptr<ddp::GradientReducer> reducer_;
   std::vector<std::filesystem::path> tokenizer_files_;

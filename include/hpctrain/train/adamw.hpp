@@ -1,54 +1,49 @@
-// AdamW with PyTorch's update rule (torch.optim.AdamW, decoupled weight decay) and Hugging Face
-// Trainer's defaults (betas 0.9/0.999, eps 1e-8, no weight decay on biases and LayerNorm weights).
-// State is kept by parameter name so checkpoints (optimizer.safetensors) survive any number of ranks.
+// AdamW ("adamw_torch") with PyTorch's update rule (torch.optim.AdamW, decoupled weight decay) and Hugging
+// Face Trainer's defaults (betas 0.9/0.999, eps 1e-8, no weight decay on biases and LayerNorm weights).
+// One implementation of train::Optimizer (optimizer.hpp).
 #pragma once
 
 #include <ATen/ATen.h>
 
-#include <map>
 #include <string>
 #include <vector>
+
+#include "hpctrain/train/optimizer.hpp"
 
 namespace hpctrain::train {
 
 struct AdamWOptions {
   double lr = 5e-5;  // overwritten every step by the schedule
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weight_decay = 0.0;
+  double weight_decay = 0.0;  // for the (named_parameters, options) constructor's weight_decay_groups
   // One pass over memory per parameter on CPU float32/float64 (Note [Fused AdamW]); false: the tensor
   // operations torch.optim.AdamW runs (same formula, rounding may differ in the last bit).
   bool fused = true;
 };
 
-// True for the parameters Hugging Face's Trainer excludes from weight decay: biases and LayerNorm weights.
-bool excluded_from_weight_decay(const std::string& name);
-
-class AdamW {
+class AdamW final : public Optimizer {
  public:
-  AdamW(std::vector<std::pair<std::string, at::Tensor>> named_parameters, AdamWOptions options);
+  // Over weight_decay_groups(named_parameters, options.weight_decay).
+  AdamW(const NamedParameters& named_parameters, AdamWOptions options);
+  // Over explicit groups (options.weight_decay unused: each group's applies).
+  AdamW(std::vector<ParameterGroup> groups, AdamWOptions options);
 
-  // One update with learning rate `lr` from the parameters' current .grad (a parameter without a
-  // gradient is left untouched, as torch does).
-  void step(double lr);
-  void zero_grad();
-
-  int64_t steps() const { return step_; }
-  const AdamWOptions& options() const { return options_; }
-
-  // "exp_avg.<name>", "exp_avg_sq.<name>" and "step" (int64 scalar).
-  std::map<std::string, at::Tensor> state_dict() const;
-  // Strict: every state tensor present with its parameter's shape; Error naming what is missing or wrong.
-  void load_state_dict(const std::map<std::string, at::Tensor>& state);
+  [[nodiscard]] std::string type() const override { return "adamw_torch"; }
+  [[nodiscard]] nlohmann::json hyperparameters() const override;
+  [[nodiscard]] const AdamWOptions& options() const { return options_; }
 
  private:
+  // State: "exp_avg.<name>", "exp_avg_sq.<name>" (the base adds "step").
+  void update(double lr) override;
+  [[nodiscard]] OptimizerState state_tensors() const override;
+
   struct Slot {
-    std::string name;
     at::Tensor param, exp_avg, exp_avg_sq;
-    bool decay = true;
+    std::string name;
+    double weight_decay = 0.0;
   };
   std::vector<Slot> slots_;
   AdamWOptions options_;
-  int64_t step_ = 0;
 };
 
 }  // namespace hpctrain::train

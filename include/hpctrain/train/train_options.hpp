@@ -9,6 +9,7 @@
 
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
+#include "hpctrain/train/optimizer_options.hpp"
 
 namespace hpctrain::train {
 
@@ -31,9 +32,8 @@ struct TrainOptions {
   int64_t max_steps = -1;                  // > 0: optimizer steps of the run, overrides epochs
   int64_t batch_size = 8;                  // per rank, per micro-batch (examples)
   int64_t eval_batch_size = 0;             // per rank; 0 = batch_size
-  double lr = 5e-5;
-  double weight_decay = 0.0;
-  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;  // Hugging Face's defaults
+  double lr = 5e-5;                        // peak of the schedule (Adafactor with relative step: unused)
+  OptimizerOptions optimizer;              // --optim and its hyper-parameters (optimizer_options.hpp)
   double warmup_ratio = 0.0;               // share of the total steps; used when warmup_steps == 0
   int64_t warmup_steps = 0;
   std::string lr_scheduler = "linear";     // linear | cosine | constant
