@@ -121,7 +121,9 @@ struct Run {
   MicroBatch forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip);
   void on_nonfinite(bool local_nonfinite, int64_t epoch);
   void trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t epoch);
-  void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip);
+  void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends);
+  [[nodiscard]] bool evaluation_due(int64_t step, bool epoch_ended) const;
+  [[nodiscard]] bool checkpoint_due(int64_t step, bool epoch_ended) const;
   void after_step(bool epoch_ended);
   void evaluate_now();
   void save_checkpoint();
@@ -214,7 +216,7 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip) {
   const int64_t batches = train_loader->batches_per_epoch();
   for (int64_t batch = first_batch; batch < batches && state.global_step < total;) {
     const int64_t micro = std::min(plan.geometry.accumulation, batches - batch);
-    step(epoch, batch, micro, resume_skip);
+    step(epoch, batch, micro, resume_skip, batch + micro == batches);
     batch += micro;
     if (batch == batches) state.position = DataPosition{epoch + 1, 0};
     after_step(batch == batches);
@@ -265,7 +267,7 @@ void Run::trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t
     if (keep_row[row]) trace << epoch << ' ' << state.global_step + 1 << ' ' << index[row] << '\n';
 }
 
-void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip) {
+void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends) {
   const auto step_start = Clock::now();
   const int64_t bytes_before = comm.bytes_sent();
   const RunGeometry& g = plan.geometry;
@@ -313,7 +315,11 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   acc.zero_grad();
   times.optimizer = since(start);
   const auto average_start = Clock::now();
-  if (acc.local_sgd_step()) times.exposed_communication += since(average_start);  // Local SGD's average
+  // Local SGD: every K steps, and before an evaluation or a checkpoint (they see averaged parameters).
+  (void)acc.local_sgd_step();
+  if (evaluation_due(state.global_step + 1, epoch_ends) || checkpoint_due(state.global_step + 1, epoch_ends))
+    acc.synchronize_parameters();
+  times.exposed_communication += since(average_start);
   times.total = since(step_start);
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
@@ -323,12 +329,17 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }
 
+bool Run::evaluation_due(int64_t s, bool epoch_ended) const {
+  return eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended);
+}
+
+bool Run::checkpoint_due(int64_t s, bool epoch_ended) const {
+  return (options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || s == total;
+}
+
 void Run::after_step(bool epoch_ended) {
   const int64_t s = state.global_step;
-  const bool last = s == total;
-  const bool evaluate = eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended);
-  const bool save = (options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || last;
-  if (evaluate || save) acc.synchronize_parameters();  // Local SGD: they see the averaged parameters
+  const bool evaluate = evaluation_due(s, epoch_ended), save = checkpoint_due(s, epoch_ended);
   sync_check_due = sync_check_due || (options.check_sync_every > 0 && s % options.check_sync_every == 0);
   if (sync_check_due && acc.parameters_synchronized()) {
     sync_check_due = false;
@@ -376,7 +387,6 @@ double majority_of(const ConfusionMatrix& matrix) {
 }
 
 TrainResult Run::finish(double seconds, int64_t samples) {
-  acc.synchronize_parameters();  // Local SGD: a no-op, the last step saved a checkpoint on averaged parameters
   if (eval_loader && last_eval_step != state.global_step) evaluate_now();
   report->finish();
   TrainResult result;
