@@ -39,8 +39,8 @@ def main():
     model, _, _ = torch_models.build(args.model)
     ddp = DistributedDataParallel(model)  # broadcasts rank 0's parameters; buckets 25 MiB, first 1 MiB
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
-    torch.manual_seed(1 + rank)  # each rank its own batch (the closure's own model is not used)
-    _, run_batch, labels = torch_models.build(args.model)
+    torch.manual_seed(1 + rank)  # each rank its own batch (the model built with it is not used)
+    _, inputs, labels = torch_models.build(args.model)
     model.train()
 
     times = {True: [], False: []}
@@ -51,11 +51,11 @@ def main():
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         if sync:
-            loss = nn.functional.cross_entropy(run_batch(ddp), labels)
+            loss = nn.functional.cross_entropy(ddp(*inputs), labels)
             loss.backward()
         else:
             with ddp.no_sync():
-                loss = nn.functional.cross_entropy(run_batch(ddp), labels)
+                loss = nn.functional.cross_entropy(ddp(*inputs), labels)
                 loss.backward()
         optimizer.step()
         elapsed = torch.tensor([time.perf_counter() - start], dtype=torch.float64)

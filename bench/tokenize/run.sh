@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Tokenizer benchmark: hpctrain's BertTokenizer vs Hugging Face tokenizers (Rust, via Node.js), bert-base-uncased,
+# Tokenizer benchmark: hpctrain's BertTokenizer vs Hugging Face tokenizers (Rust, via its Python binding), bert-base-uncased,
 # max_length 128, truncation on, no padding, on 1 thread and on all cores; checks that both give the same ids.
-# Builds nothing. Usage: bench/tokenize/run.sh BUILD_DIR [CORPUS_MB=24]
+# Builds nothing; installs the pinned `tokenizers` into .venv-bench (HPCTRAIN_BENCH_VENV) on first use.
+# Usage: bench/tokenize/run.sh BUILD_DIR [CORPUS_MB=24]
 set -euo pipefail
 
 if [[ $# -lt 1 ]]; then
@@ -16,21 +17,26 @@ bench_bin=$build_dir/bench/bench_tokenize
 tokenizer_dir=$repo/data/bert-base-uncased
 
 [[ -x $bench_bin ]] || { echo "error: $bench_bin not found; build it: cmake --build $build_dir --target bench_tokenize" >&2; exit 1; }
-if [[ ! -d $here/node_modules/tokenizers ]]; then
-  (cd "$here" && npm ci --no-audit --no-fund >&2)
+tokenizers_version=0.23.3  # the peer's version, pinned
+venv=${HPCTRAIN_BENCH_VENV:-$repo/.venv-bench}
+if ! "$venv/bin/python" -c "import tokenizers, sys; sys.exit(tokenizers.__version__ != '$tokenizers_version')" 2>/dev/null; then
+  python3 -m venv "$venv" >&2 || { echo "error: 'python3 -m venv' failed (Debian: apt-get install python3-venv)" >&2; exit 1; }
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "tokenizers==$tokenizers_version" >&2
 fi
+python=$venv/bin/python
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-node "$here/make_corpus.js" "$work/corpus.txt" "$corpus_mb"
+"$python" "$here/make_corpus.py" "$work/corpus.txt" "$corpus_mb"
 
 cores=$(nproc)
+echo "cpu: $(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
 thread_counts=(1)
 [[ $cores -gt 1 ]] && thread_counts+=("$cores")
 for threads in "${thread_counts[@]}"; do
   "$bench_bin" --tokenizer "$tokenizer_dir" --corpus "$work/corpus.txt" --threads "$threads" \
     --ids-out "$work/hpctrain_$threads.ids" >> "$work/results.jsonl"
-  node "$here/hf_bench.js" --corpus "$work/corpus.txt" --vocab "$tokenizer_dir/vocab.txt" --threads "$threads" \
+  "$python" "$here/hf_bench.py" --corpus "$work/corpus.txt" --vocab "$tokenizer_dir/vocab.txt" --threads "$threads" \
     --ids-out "$work/hf_$threads.ids" >> "$work/results.jsonl"
 done
 
@@ -45,20 +51,5 @@ for threads in "${thread_counts[@]}"; do
   done
 done
 
-node - "$work/results.jsonl" "$agree" <<'JS'
-const fs = require('fs');
-const [file, agree] = process.argv.slice(2);
-const rows = fs.readFileSync(file, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-const first = rows[0];
-console.log(`corpus: ${(first.bytes / 1e6).toFixed(1)} MB, ${first.entries} texts (fortunes), bert-base-uncased, max_length 128`);
-console.log('| implementation | threads | MB/s | MB per CPU-second | hpctrain / HF (MB/s) | hpctrain / HF (CPU) |');
-console.log('|---|---:|---:|---:|---:|---:|');
-for (const row of rows) {
-  const hf = rows.find((r) => r.impl !== 'hpctrain' && r.threads === row.threads);
-  const ratio = (key) => (row.impl === 'hpctrain' && hf ? (row[key] / hf[key]).toFixed(1) + 'x' : '');
-  console.log(`| ${row.impl} | ${row.threads} | ${row.mb_per_s.toFixed(1)} | ${row.mb_per_cpu_s.toFixed(1)} | ` +
-    `${ratio('mb_per_s')} | ${ratio('mb_per_cpu_s')} |`);
-}
-console.log(`ids agree on every text (all runs): ${agree}`);
-JS
+"$python" "$here/report.py" "$work/results.jsonl" "$agree"
 [[ $agree == yes ]]

@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "comm_thread.hpp"
+#include "copy_fence.hpp"
 #include "hpctrain/core/error.hpp"
 
 // Note [Bucket order]
@@ -62,8 +63,15 @@
 // embedding gradients, have no zero rows. The buckets hold the reduction dtype (float32 for half
 // parameters), so half-precision parameters are averaged in float32.
 //
-// Buffers live on the CPU whatever the parameters' device: MPI reduces host memory (no CUDA-aware
-// MPI needed), and copies to and from the device go through ordinary copy_ on the caller's stream.
+// Note [Device buckets]
+// Buckets live where the communicator can reduce them (Comm::accepts, Note [Device buffers]): on the CPU for
+// CPU parameters; on the parameters' GPU when MPI is CUDA-aware; otherwise in pinned host memory, so that
+// the copies between device and bucket are asynchronous. A hook queues its gradient's copy into the bucket
+// on the current stream (autograd's, which produced the gradient), non-blocking. When a bucket is complete,
+// its CopyFence is recorded on that stream, and the communication thread waits for that fence — that bucket's
+// copies, nothing else — before MPI touches the bucket. The averages go back to .grad non-blocking on the
+// same stream (or stay as bucket views when the bucket is on the parameter's device), and the next step's
+// first host write into a pinned bucket waits for the copy-back fence. No device-wide synchronize().
 
 namespace hpctrain::ddp {
 namespace {
@@ -180,6 +188,7 @@ struct ParamSlot {
 struct BucketState {
   dist::Bucket params;  // indices into the reducer's parameters, in buffer order
   std::shared_ptr<FlatBuffer> buffer;
+  std::shared_ptr<CopyFence> filled = std::make_shared<CopyFence>();  // its gradients' copies (Note [Device buckets])
   std::size_t pending = 0;  // parameters whose hook has not fired yet in this step
   bool launched = false;
   uint64_t ticket = 0;  // CommThread ticket of its reduction (overlap)
@@ -209,6 +218,7 @@ struct GradientReducer::Impl {
   void on_gradient(std::size_t index, const at::Tensor& grad);
   std::string finalize();
 
+  void place_buckets();
   at::Tensor slot_view(const ParamSlot& slot) const;
   void start_slot(ParamSlot& slot, const at::Tensor& slot_values, const at::Tensor& grad);
   void launch_ready_buckets();
@@ -222,6 +232,9 @@ struct GradientReducer::Impl {
 
   std::shared_ptr<dist::Comm> comm;  // private duplicate; see Note [Bucket order]
   bool overlap = false;
+  at::Device device{at::kCPU};          // the parameters' device
+  at::TensorOptions bucket_place;       // where buckets live (Note [Device buckets])
+  CopyFence copied_back;                // the last step's averages copied into device .grads
   std::vector<ParamSlot> params;
   std::vector<BucketState> buckets;
   std::vector<dist::Bucket> assignment;
@@ -259,6 +272,7 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     params.push_back(std::move(slot));
   }
   assignment = dist::assign_buckets(sizes_bytes, groups, options.first_bucket_bytes, options.bucket_bytes);
+  place_buckets();
 
   late_flags = overlap && assignment.size() > 1 ? assignment.size() - 1 : 0;
   for (std::size_t b = 0; b < assignment.size(); ++b) {
@@ -276,9 +290,9 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     const bool is_last = b + 1 == assignment.size();
     const at::ScalarType dtype = reduction_dtype(params[bucket.params.front()].param.scalar_type());
     bucket.buffer->values = at::zeros({numel + (is_last ? static_cast<int64_t>(late_flags) : 0)},
-                                      at::TensorOptions().dtype(dtype).device(at::kCPU));
+                                      bucket_place.dtype(dtype));
     const at::Tensor& only = params[bucket.params.front()].param;
-    if (bucket.params.size() == 1 && only.dim() == 2 && only.size(0) >= kRowSparseMinRows &&
+    if (bucket_place.device().is_cpu() && bucket.params.size() == 1 && only.dim() == 2 && only.size(0) >= kRowSparseMinRows &&
         only.size(0) >= 8 * only.size(1)) {
       bucket.buffer->rows = only.size(0);  // Note [Row-sparse buckets]
     }
@@ -297,6 +311,19 @@ GradientReducer::Impl::~Impl() {
   for (ParamSlot& slot : params) slot.param.remove_hook(slot.hook);
 }
 
+// Note [Device buckets]: one device per rank; buckets on it when MPI takes its memory, else pinned host memory.
+void GradientReducer::Impl::place_buckets() {
+  if (!params.empty()) device = params.front().param.device();
+  for (const ParamSlot& slot : params)
+    HPCTRAIN_CHECK(slot.param.device() == device, "GradientReducer: parameter '{}' is on {}, '{}' on {}; expected one "
+                   "device per rank", slot.name, slot.param.device().str(), params.front().name, device.str());
+  bucket_place = at::TensorOptions().device(at::kCPU);
+  if (device.is_cuda()) {
+    bucket_place = comm->accepts(dist::MemoryKind::cuda) ? at::TensorOptions().device(device)
+                                                          : bucket_place.pinned_memory(true);
+  }
+}
+
 at::Tensor GradientReducer::Impl::slot_view(const ParamSlot& slot) const {
   return buckets[slot.bucket].buffer->values.narrow(0, slot.offset, slot.param.numel()).view(slot.param.sizes());
 }
@@ -307,9 +334,9 @@ void GradientReducer::Impl::start_slot(ParamSlot& slot, const at::Tensor& slot_v
   const at::Tensor& accumulated = slot.param.grad();
   if (accumulated.defined()) {
     if (!aliases(accumulated, slot_values)) slot_values.copy_(accumulated);
-    if (grad.defined()) slot_values.add_(grad.to(at::kCPU));
+    if (grad.defined()) slot_values.add_(grad.to(slot_values.device()));
   } else if (grad.defined()) {
-    slot_values.copy_(grad);
+    slot_values.copy_(grad, /*non_blocking=*/true);  // Note [Device buckets]
   } else {
     slot_values.zero_();
   }
@@ -324,11 +351,12 @@ void GradientReducer::Impl::on_gradient(std::size_t index, const at::Tensor& gra
   HPCTRAIN_CHECK(!grad.defined() || grad.layout() == at::kStrided,
                  "GradientReducer: parameter '{}' received a sparse gradient; only dense gradients are supported",
                  slot.name);
+  if (!step_active) copied_back.wait();  // the first write into the buckets this step
   step_active = true;
   if (buckets[slot.bucket].launched) {  // see "Late gradients" in Note [Bucket order]
     if (grad.defined()) {
-      const at::Tensor cpu_grad = grad.to(at::kCPU, reduction_dtype(grad.scalar_type()));
-      slot.late = slot.late.defined() ? slot.late + cpu_grad : cpu_grad.clone();
+      const at::Tensor moved = grad.to(bucket_place.device(), reduction_dtype(grad.scalar_type()));
+      slot.late = slot.late.defined() ? slot.late + moved : moved.clone();
     }
     ++slot.fired;
     return;
@@ -337,7 +365,7 @@ void GradientReducer::Impl::on_gradient(std::size_t index, const at::Tensor& gra
   if (slot.fired == 0) {
     start_slot(slot, slot_values, grad);
   } else if (grad.defined()) {  // a second gradient in this step: accumulate
-    slot_values.add_(grad.to(at::kCPU));
+    slot_values.add_(grad.to(slot_values.device()));
   }
   // The slot holds everything .grad held: AccumulateGrad, which runs after this hook, then takes the new
   // gradient as .grad instead of adding it into the bucket while the bucket may be in flight.
@@ -354,11 +382,14 @@ void GradientReducer::Impl::launch_ready_buckets() {
 void GradientReducer::Impl::launch(std::size_t bucket_index) {
   BucketState& bucket = buckets[bucket_index];
   bucket.launched = true;
+  bucket.filled->record(device);  // after every copy into the bucket (Note [Device buckets])
   if (!overlap) {
+    bucket.filled->wait();
     reduce_in_place(*comm, *bucket.buffer);
     return;
   }
-  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer] {
+  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer, filled = bucket.filled] {
+    filled->wait();
     reduce_in_place(*shared_comm, *buffer);
   });
 }
@@ -384,7 +415,7 @@ void GradientReducer::Impl::complete_missing_parameters() {
 void GradientReducer::Impl::reduce_late_gradients() {
   if (late_flags == 0) return;
   const FlatBuffer& last = *buckets.back().buffer;
-  const at::Tensor flags = last.values.narrow(0, last.grad_numel, static_cast<int64_t>(late_flags)).to(at::kDouble);
+  const at::Tensor flags = last.values.narrow(0, last.grad_numel, static_cast<int64_t>(late_flags)).to(at::kCPU, at::kDouble);
   const double* flag = flags.data_ptr<double>();
   for (std::size_t b = 0; b < late_flags; ++b) {
     if (flag[b] == 0) continue;
@@ -407,13 +438,14 @@ void GradientReducer::Impl::write_averages_to_grads() {
   for (ParamSlot& slot : params) {
     at::Tensor& grad = slot.param.mutable_grad();
     at::Tensor average = slot_view(slot);
-    if (slot.param.is_cpu() && slot.param.scalar_type() == average.scalar_type()) {
+    if (slot.param.device() == average.device() && slot.param.scalar_type() == average.scalar_type()) {
       grad = std::move(average);
       continue;
     }
     if (!grad.defined()) grad = at::empty_like(slot.param, at::MemoryFormat::Contiguous);
-    grad.copy_(average);
+    grad.copy_(average, /*non_blocking=*/true);  // Note [Device buckets]
   }
+  copied_back.record(device);
 }
 
 void GradientReducer::Impl::reset_step() {
@@ -454,6 +486,7 @@ std::string GradientReducer::Impl::finalize() {
   last_step = ReducerStats{};
   last_step.steps = 1;
 
+  copied_back.wait();  // no hook fired: complete_missing_parameters writes first (Note [Device buckets])
   complete_missing_parameters();
   if (late_flags > 0) {
     const FlatBuffer& last = *buckets.back().buffer;
@@ -471,8 +504,11 @@ std::string GradientReducer::Impl::finalize() {
   // time, in bucket order.
   if (overlap && next_launch > 0) comm_thread->wait(buckets[next_launch - 1].ticket);
   for (; next_launch < buckets.size(); ++next_launch) {
-    buckets[next_launch].launched = true;
-    reduce_in_place(*comm, *buckets[next_launch].buffer);
+    BucketState& bucket = buckets[next_launch];
+    bucket.launched = true;
+    bucket.filled->record(device);  // Note [Device buckets]
+    bucket.filled->wait();
+    reduce_in_place(*comm, *bucket.buffer);
   }
   for (const BucketState& bucket : buckets) {
     last_step.bytes_reduced += bucket.buffer->bytes;
@@ -497,6 +533,7 @@ void GradientReducer::Impl::average_parameters() {
   HPCTRAIN_CHECK(!step_active, "GradientReducer::average_parameters: called between a synced backward and its "
                  "finalize(); call it between optimizer steps");
   at::NoGradGuard no_grad;
+  copied_back.wait();  // Note [Device buckets]: the last synced step's copy-back has left the buckets
   for (const BucketState& bucket : buckets) {
     for (std::size_t index : bucket.params) {
       ParamSlot& slot = params[index];
@@ -505,6 +542,9 @@ void GradientReducer::Impl::average_parameters() {
       if (grad.defined() && aliases(grad, values)) grad = grad.clone();
       values.copy_(slot.param);
     }
+    CopyFence filled;  // a bucket on the device: MPI reads it only after the copies into it
+    filled.record(bucket.buffer->values.device());
+    filled.wait();
     const at::Tensor sums = bucket.buffer->values.narrow(0, 0, bucket.buffer->grad_numel);
     allreduce_sum(*comm, sums);
     if (comm->world_size() > 1) sums.div_(comm->world_size());

@@ -4,6 +4,9 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -38,6 +41,17 @@ namespace hpctrain::dist {
 }
 
 namespace {
+
+// Note [Device buffers]: a library built without CUDA support (Debian's Open MPI) says so at compile time;
+// one built with it is asked at run time, since the same build may run without a GPU.
+bool cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  static const bool answer = MPIX_Query_cuda_support() == 1;
+  return answer;
+#else
+  return false;
+#endif
+}
 
 MPI_Datatype to_mpi(DType dtype) {
   switch (dtype) {
@@ -219,6 +233,7 @@ class MpiComm final : public Comm {
   }
 
   ThreadLevel thread_level() const override { return thread_level_; }
+  bool accepts(MemoryKind kind) const override { return kind == MemoryKind::host || cuda_aware(); }
 
   void set_collective_timeout(double seconds) override {
     HPCTRAIN_CHECK(seconds >= 0 && seconds <= 1e9, "collective timeout {} s: expected 0 (off) <= seconds <= 1e9", seconds);

@@ -82,4 +82,11 @@ Batch collate_images(const data::ImageExamples& examples, const std::vector<data
   return batch;
 }
 
+Batch pin_memory(Batch batch) {
+  for (torch::Tensor* tensor : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids, &batch.pixel_values,
+                                &batch.labels, &batch.example_index, &batch.is_padding})
+    if (tensor->defined()) *tensor = tensor->pin_memory();
+  return batch;
+}
+
 }  // namespace hpctrain::loader

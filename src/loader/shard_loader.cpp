@@ -63,6 +63,7 @@ struct ShardLoader::Impl {
   Impl(const std::filesystem::path& file, LoaderOptions loader_options);
   void choose_residency();
   Batch make_batch(int64_t batch);
+  Batch pinned_if_asked(Batch batch) const { return options.pin_memory ? pin_memory(std::move(batch)) : batch; }
   void produce();
   void stop_worker();
 };
@@ -163,7 +164,7 @@ Batch ShardLoader::Impl::make_batch(int64_t batch) {
 void ShardLoader::Impl::produce() {
   try {
     for (; epoch.next_batch < epoch.end_batch; ++epoch.next_batch) {
-      if (!queue->push(Item{make_batch(epoch.next_batch), nullptr})) return;  // closed: stop early
+      if (!queue->push(Item{pinned_if_asked(make_batch(epoch.next_batch)), nullptr})) return;  // closed: stop early
     }
     queue->push(Item{});
   } catch (...) {
@@ -217,7 +218,7 @@ std::optional<Batch> ShardLoader::next() {
       impl.finished = true;
       return std::nullopt;
     }
-    return impl.make_batch(impl.epoch.next_batch++);
+    return impl.pinned_if_asked(impl.make_batch(impl.epoch.next_batch++));
   }
   std::optional<Item> item = impl.queue->pop();
   if (!item || !item->batch) {

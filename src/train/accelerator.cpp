@@ -83,7 +83,7 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
   set_threads(threads_);
-  device_ = select_device(options_.device, comm_.local_rank());
+  device_ = select_device(options_.device, comm_.local_rank(), comm_.local_size());
 }
 
 Accelerator::~Accelerator() = default;
@@ -115,6 +115,7 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
 std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& file, loader::LoaderOptions options) {
   options.rank = comm_.rank();
   options.world_size = comm_.world_size();
+  options.pin_memory = device_.is_cuda();  // asynchronous host-to-device copies (evaluation.cpp's on())
   std::unique_ptr<loader::ShardLoader> loader;
   // Agree before anyone reads: the first failing rank's message reaches every rank.
   dist::run_collectively(comm_, fmt::format("opening split '{}' of '{}'", options.split, file.string()),

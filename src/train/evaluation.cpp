@@ -25,7 +25,8 @@ class EvalModeScope {
 };
 
 at::Tensor on(const at::Tensor& tensor, const at::Device& device) {
-  return tensor.defined() ? tensor.to(device) : tensor;
+  // A pinned batch (LoaderOptions::pin_memory) is copied asynchronously; the device's stream orders its use.
+  return tensor.defined() ? tensor.to(device, /*non_blocking=*/tensor.is_pinned()) : tensor;
 }
 
 // Examples whose logits hold NaN/Inf, counted per rank and then over all ranks.

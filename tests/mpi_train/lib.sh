@@ -6,7 +6,7 @@ HPCTRAIN=${1:?hpctrain binary}
 REPO=${2:?repository root}
 MPIEXEC=${3:-mpirun}
 HERE="$REPO/tests/mpi_train"
-PY=/usr/bin/python3
+PY=${HPCTRAIN_TEST_PYTHON:-/usr/bin/python3}  # needs numpy
 WORK=$(mktemp -d /tmp/hpctrain-train.XXXXXX)
 trap '[[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT  # HPCTRAIN_KEEP_WORK=1 keeps it for debugging
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -67,7 +67,7 @@ JSON
 # train_args OUTPUT: the common options of a quick run on the fixture (1 thread per rank, no progress bar).
 train_args() {
   echo --model-config "$WORK/config.json" --data "$WORK/data.h5" --tokenizer "$WORK/tok" --output "$1" \
-    --threads 1 --device cpu --no-progress --logging-steps 1 --lr "${LR:-1e-3}"
+    --threads 1 --device "${HPCTRAIN_TEST_DEVICE:-cpu}" --no-progress --logging-steps 1 --lr "${LR:-1e-3}"
 }
 
 # compare A.safetensors B.safetensors TOLERANCE: max relative difference of every tensor <= TOLERANCE.

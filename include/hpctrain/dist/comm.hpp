@@ -40,6 +40,9 @@ template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
 template <> constexpr DType dtype_of<float>() { return DType::f32; }
 template <> constexpr DType dtype_of<double>() { return DType::f64; }
 
+// Where a collective's buffer lives (Comm::accepts).
+enum class MemoryKind { host, cuda };
+
 class Comm {
  public:
   virtual ~Comm() = default;
@@ -64,6 +67,11 @@ class Comm {
   // kDefaultCollectiveTimeoutSeconds). Not collective. Communicators without MPI never wait.
   virtual void set_collective_timeout(double seconds) { (void)seconds; }
 
+  // Note [Device buffers]: whether the collectives take buffers of this kind directly. Host memory always;
+  // CUDA memory when the MPI library is CUDA-aware (MPIX_Query_cuda_support) — otherwise, and for host-only
+  // communicators, callers stage device buffers through pinned host memory (ddp::GradientReducer). An NCCL
+  // communicator would answer true for cuda and false for host without changing the callers.
+  virtual bool accepts(MemoryKind kind) const { return kind == MemoryKind::host; }
   // The thread level MPI provided; communicators without MPI put no limits on threads.
   virtual ThreadLevel thread_level() const { return ThreadLevel::multiple; }
   // Collective: a communicator over the same ranks whose collectives never match this one's (MPI_Comm_dup),

@@ -27,6 +27,10 @@ struct Batch {
   [[nodiscard]] int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };
 
+// The batch with every tensor in page-locked (pinned) host memory: a copy to a CUDA device with
+// non_blocking=true then runs asynchronously. Needs a CUDA LibTorch.
+[[nodiscard]] Batch pin_memory(Batch batch);
+
 struct CollateOptions {
   int pad_to_multiple_of = 1;  // L is rounded up to a multiple of this (1: no rounding)
   int64_t pad_token_id = 0;

@@ -38,6 +38,9 @@ struct LoaderOptions {
   int pad_to_multiple_of = 1;         // text: round the padded length up to a multiple of this
   int64_t pad_token_id = 0;
   int prefetch_batches = 2;           // batches prepared ahead by the background thread; 0: no thread
+  // Batches in page-locked memory, so that copies to a CUDA device can be asynchronous (PyTorch DataLoader's
+  // pin_memory; Accelerator::prepare_data sets it for a CUDA device). Needs a CUDA LibTorch.
+  bool pin_memory = false;
   int64_t cache_bytes = int64_t{512} << 20;  // bytes of examples kept in memory (per rank)
   int rank = 0, world_size = 1;
 };
