@@ -231,7 +231,7 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
         models::write_pretrained_files(*classifier, tmp, tokenizer_files_);
       else
         models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-      if (optimizer_ != nullptr) models::save_tensor_file(tmp / kOptimizerName, optimizer_->state_dict());
+      if (optimizer_ != nullptr) save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
       if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
       write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
     });
@@ -261,8 +261,13 @@ void Accelerator::load_tensors(const fs::path& dir) {
   });
   models::copy_tensors_strict(weights, model_tensors(*model_), fmt::format("model weights in '{}'", dir.string()));
   if (optimizer_ != nullptr) {
-    const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", (dir / kOptimizerName).string()),
-                                         [&] { return models::load_tensor_file(dir / kOptimizerName); });
+    const fs::path file = dir / kOptimizerName;
+    const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", file.string()), [&] {
+      std::string note;
+      TensorMap read = read_optimizer_file(file, *optimizer_, &note);  // Note [Optimizer checkpoints]
+      if (!note.empty()) log::warning("{}", note);
+      return read;
+    });
     optimizer_->load_state_dict(std::map<std::string, at::Tensor>(state.begin(), state.end()));
   }
 }

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 
 namespace hpctrain::train {
@@ -78,6 +79,43 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
   tensors.erase("step");
   models::copy_tensors_strict(tensors, state_tensors(), "optimizer state does not fit the model");
   steps_ = step->second.item<int64_t>();
+}
+
+// Note [Optimizer checkpoints]
+// optimizer.safetensors says whose state it holds: "optimizer" is the type tag (Hugging Face's --optim
+// name), "optimizer_hyperparameters" what shaped the state. A resume with another --optim is refused
+// naming both, before any tensor is copied (the strict name check would only list tensors). Files from
+// before the tag held AdamW's state (adamw_torch). Accelerator::load_tensors reads on rank 0, inside
+// run_collectively: every rank gets the same Error.
+std::map<std::string, std::string> optimizer_file_metadata(const Optimizer& optimizer) {
+  nlohmann::json hyperparameters = optimizer.hyperparameters();
+  for (const ParameterGroup& group : optimizer.parameter_groups())
+    hyperparameters["weight_decay"][group.name] = group.weight_decay;
+  return {{"format", "pt"}, {"optimizer", optimizer.type()}, {"optimizer_hyperparameters", hyperparameters.dump()}};
+}
+
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer) {
+  const models::HostViews host = models::host_views(optimizer.state_dict());
+  io::save_safetensors(path, host.views, optimizer_file_metadata(optimizer));
+}
+
+OptimizerState read_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, std::string* note) {
+  const io::SafetensorsFile file(path);
+  const auto& metadata = file.metadata();
+  const auto tag = metadata.find("optimizer");
+  const std::string saved = tag == metadata.end() ? "adamw_torch" : tag->second;
+  HPCTRAIN_CHECK(saved == optimizer.type(), "'{}' holds the state of optimizer '{}'{}, but this run uses '{}'\n  hint: "
+                 "resume with --optim {}, or start a new run (--overwrite-output-dir)", path.string(), saved,
+                 tag == metadata.end() ? " (no optimizer tag: written before tags, by AdamW)" : "", optimizer.type(),
+                 saved);
+  const auto hyper = metadata.find("optimizer_hyperparameters");
+  const std::string ours = optimizer_file_metadata(optimizer).at("optimizer_hyperparameters");
+  if (note != nullptr && hyper != metadata.end() && hyper->second != ours)
+    *note = fmt::format("'{}': the optimizer's hyper-parameters were {}, this run's are {} (this run's apply)",
+                        path.string(), hyper->second, ours);
+  OptimizerState state;
+  for (const io::TensorView& view : file.tensors()) state.emplace(view.name, models::to_tensor(view));
+  return state;
 }
 
 }  // namespace hpctrain::train

@@ -6,6 +6,10 @@ usage: compare_weights.py A B TOLERANCE   -> exit 0 when max |a-b| / max |a| <= 
                                             meaningless for tensors whose exact gradient is zero (e.g. attention's
                                             key bias: softmax ignores it), which float rounding and Adam's
                                             normalization turn into noise of either sign.
+       compare_weights.py A B TOLERANCE --skip PART
+                                          -> the same over the tensors whose name does not contain PART (e.g.
+                                            k_lin.bias, whose exact gradient is zero: an optimizer that normalizes
+                                            its update, such as Adafactor, turns its rounding noise into steps)
        compare_weights.py --layout FILE   -> prints the header's tensor names and metadata as JSON
 """
 import json
@@ -41,6 +45,9 @@ def main():
     _, a = read(sys.argv[1])
     _, b = read(sys.argv[2])
     tolerance = float(sys.argv[3])
+    if len(sys.argv) > 5 and sys.argv[4] == "--skip":
+        a = {k: v for k, v in a.items() if sys.argv[5] not in k}
+        b = {k: v for k, v in b.items() if sys.argv[5] not in k}
     if sorted(a) != sorted(b):
         print("different tensor names:", sorted(set(a) ^ set(b)))
         return 1

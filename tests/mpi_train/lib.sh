@@ -72,3 +72,29 @@ train_args() {
 
 # compare A.safetensors B.safetensors TOLERANCE: max relative difference of every tensor <= TOLERANCE.
 compare() { "$PY" "$HERE/compare_weights.py" "$@"; }
+
+# check_exact_resume LABEL OUT TOLERANCE [TRAIN ARGS...]: on 2 ranks, 14 steps straight (OUT-whole) equal
+# 7 steps then --resume auto to 14 (OUT-pieces; checkpoints every 4 steps, mid-epoch stop): final weights,
+# checkpoint-14's optimizer state and the loss history agree within TOLERANCE (0: bitwise). The extra
+# arguments choose the optimizer (--optim ...); Note [Optimizer checkpoints].
+check_exact_resume() {
+  local label=$1 out=$2 tolerance=$3; shift 3
+  local exact=(--lr-scheduler constant --warmup-steps 3 --save-steps 4 --batch-size 4 "$@")
+  run_ok "$label: uninterrupted, 14 steps" "$out-whole.log" mpi 2 train $(train_args "$out-whole") "${exact[@]}" --max-steps 14
+  run_ok "$label: first 7 steps" "$out-a.log" mpi 2 train $(train_args "$out-pieces") "${exact[@]}" --max-steps 7
+  run_ok "$label: resume auto to 14" "$out-b.log" mpi 2 train $(train_args "$out-pieces") "${exact[@]}" --max-steps 14 \
+    --resume auto
+  grep -q "resuming at step 7" "$out-b.log" && ok "$label: resumed from checkpoint-7" || { bad "$label: resume point"; head -20 "$out-b.log"; }
+  compare "$out-whole/final/model.safetensors" "$out-pieces/final/model.safetensors" "$tolerance" \
+    && ok "$label: resumed weights == uninterrupted weights" || bad "$label: resumed weights differ"
+  compare "$out-whole/checkpoint-14/optimizer.safetensors" "$out-pieces/checkpoint-14/optimizer.safetensors" "$tolerance" \
+    && ok "$label: optimizer states equal" || bad "$label: optimizer states differ"
+  "$PY" - "$out-whole/metrics.jsonl" "$out-pieces/metrics.jsonl" "$tolerance" <<'PYEOF' && ok "$label: loss history equal" || bad "$label: loss history"
+import json, sys
+def curve(path):
+    return {e["step"]: e["loss"] for e in map(json.loads, open(path)) if "loss" in e}
+a, b, tolerance = curve(sys.argv[1]), curve(sys.argv[2]), max(float(sys.argv[3]), 1e-12)
+print(sorted(a.items())); print(sorted(b.items()))
+sys.exit(0 if sorted(a) == list(range(1, 15)) and sorted(a) == sorted(b) and all(abs(a[s] - b[s]) <= tolerance for s in a) else 1)
+PYEOF
+}

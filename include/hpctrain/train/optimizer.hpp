@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -90,6 +91,18 @@ class Optimizer {
   std::vector<Parameter> parameters_;
   int64_t steps_ = 0;
 };
+
+// ---- optimizer.safetensors (Note [Optimizer checkpoints]) ----
+// The file's __metadata__: {"format": "pt", "optimizer": type(), "optimizer_hyperparameters": JSON text of
+// hyperparameters() plus each group's weight decay}.
+[[nodiscard]] std::map<std::string, std::string> optimizer_file_metadata(const Optimizer& optimizer);
+// Writes state_dict() (CPU copies) with that metadata, atomically.
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer);
+// Reads `path` for `optimizer`: Error naming the file and both optimizers when it holds another optimizer's
+// state (a file without the tag, written before tags existed, holds AdamW's). `note` receives a line when
+// the hyper-parameters differ from the file's (the run's apply). Load with load_state_dict.
+[[nodiscard]] OptimizerState read_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer,
+                                                 std::string* note = nullptr);
 
 // The optimizer `options.optim` names (an alias resolved), over weight_decay_groups(named, weight_decay).
 // Error naming --optim and listing the names when it is unknown; validate_optimizer_options first.

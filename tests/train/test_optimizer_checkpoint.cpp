@@ -1,0 +1,153 @@
+// optimizer.safetensors through the Optimizer interface (Note [Optimizer checkpoints]): the type tag and
+// hyper-parameters in the metadata, strict loading, another optimizer's file refused naming both, and
+// state round trips for every --optim name.
+#include <boost/test/unit_test.hpp>
+
+#include <ATen/ATen.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "../error_capture.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/io/safetensors.hpp"
+#include "hpctrain/models/tensor_io.hpp"
+#include "hpctrain/train/optimizer.hpp"
+
+using namespace hpctrain;
+using namespace hpctrain::train;
+using hpctrain::testing::error_message;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Scratch {
+  fs::path dir = fs::temp_directory_path() / ("hpctrain-optim-" + std::to_string(::getpid()));
+  Scratch() { fs::create_directories(dir); }
+  ~Scratch() { fs::remove_all(dir); }
+};
+
+NamedParameters parameters(uint64_t seed) {
+  at::manual_seed(seed);
+  return {{"layer.weight", at::randn({6, 4}).set_requires_grad(true)},
+          {"layer.bias", at::randn({4}).set_requires_grad(true)}};
+}
+
+OptimizerOptions options_for(const std::string& optim) {
+  OptimizerOptions o;
+  o.optim = optim, o.weight_decay = 0.01, o.sgd_momentum = 0.9, o.adafactor_beta1 = 0.5;
+  return o;
+}
+
+// Two steps with gradients from `seed`.
+void two_steps(Optimizer& optimizer, NamedParameters& named, uint64_t seed) {
+  at::manual_seed(seed);
+  for (int k = 0; k < 2; ++k) {
+    for (auto& [name, p] : named) p.mutable_grad() = at::randn(p.sizes());
+    optimizer.step(0.01);
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(optimizer_checkpoint)
+
+BOOST_AUTO_TEST_CASE(every_optimizer_round_trips_and_resumes_exactly) {
+  Scratch scratch;
+  for (const std::string optim : {"adamw", "sgd", "adafactor"}) {
+    BOOST_TEST_CONTEXT(optim) {
+      // straight: 4 steps; pieces: 2 steps, file, a fresh optimizer loads it, 2 more steps
+      NamedParameters straight = parameters(1), pieces = parameters(1);
+      const auto a = make_optimizer(options_for(optim), straight);
+      two_steps(*a, straight, 10), two_steps(*a, straight, 20);
+      const auto b = make_optimizer(options_for(optim), pieces);
+      two_steps(*b, pieces, 10);
+      save_optimizer_file(scratch.dir / "optimizer.safetensors", *b);
+      const auto c = make_optimizer(options_for(optim), pieces);
+      c->load_state_dict(read_optimizer_file(scratch.dir / "optimizer.safetensors", *c));
+      BOOST_TEST(c->steps() == 2);
+      two_steps(*c, pieces, 20);
+      for (std::size_t i = 0; i < straight.size(); ++i)
+        BOOST_TEST(at::equal(straight[i].second, pieces[i].second), straight[i].first << " differs after resume");
+      const io::SafetensorsFile file(scratch.dir / "optimizer.safetensors");
+      BOOST_TEST(file.metadata().at("optimizer") == a->type());
+      BOOST_TEST(file.metadata().at("optimizer_hyperparameters").find("\"decay\":0.01") != std::string::npos,
+                 file.metadata().at("optimizer_hyperparameters"));
+      BOOST_TEST(a->state_bytes() > 0);
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(another_optimizers_file_is_refused_naming_both) {
+  Scratch scratch;
+  NamedParameters named = parameters(2);
+  const auto sgd = make_optimizer(options_for("sgd"), named);
+  save_optimizer_file(scratch.dir / "optimizer.safetensors", *sgd);
+  const auto adafactor = make_optimizer(options_for("adafactor"), named);
+  const std::string message = error_message([&] { (void)read_optimizer_file(scratch.dir / "optimizer.safetensors", *adafactor); });
+  BOOST_TEST(message.find("holds the state of optimizer 'sgd'") != std::string::npos, message);
+  BOOST_TEST(message.find("this run uses 'adafactor'") != std::string::npos, message);
+  BOOST_TEST(message.find("optimizer.safetensors") != std::string::npos, message);
+
+  // A file from before the tags (plain tensors, {"format": "pt"}) is AdamW's.
+  const auto adamw = make_optimizer(options_for("adamw_torch"), named);
+  models::save_tensor_file(scratch.dir / "legacy.safetensors", adamw->state_dict());
+  adamw->load_state_dict(read_optimizer_file(scratch.dir / "legacy.safetensors", *adamw));
+  const std::string legacy = error_message([&] { (void)read_optimizer_file(scratch.dir / "legacy.safetensors", *sgd); });
+  BOOST_TEST(legacy.find("'adamw_torch' (no optimizer tag") != std::string::npos, legacy);
+}
+
+BOOST_AUTO_TEST_CASE(changed_hyperparameters_are_noted_and_state_shape_is_strict) {
+  Scratch scratch;
+  NamedParameters named = parameters(3);
+  const auto with_moment = make_optimizer(options_for("adafactor"), named);
+  save_optimizer_file(scratch.dir / "optimizer.safetensors", *with_moment);
+  OptimizerOptions no_moment = options_for("adafactor");
+  no_moment.adafactor_beta1 = 0.0;
+  const auto other = make_optimizer(no_moment, named);
+  std::string note;
+  const OptimizerState state = read_optimizer_file(scratch.dir / "optimizer.safetensors", *other, &note);
+  BOOST_TEST(note.find("\"beta1\":0.5") != std::string::npos, note);
+  const std::string message = error_message([&] { other->load_state_dict(state); });
+  BOOST_TEST(message.find("unexpected 'exp_avg.layer.weight'") != std::string::npos, message);
+  OptimizerState no_step = with_moment->state_dict();
+  no_step.erase("step");
+  BOOST_TEST(error_message([&] { with_moment->load_state_dict(no_step); }).find("missing 'step'") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(names_aliases_and_option_errors) {
+  BOOST_TEST(canonical_optimizer_name("adamw") == "adamw_torch");
+  BOOST_TEST(canonical_optimizer_name("sgd") == "sgd");
+  const std::string unknown = error_message([] { (void)canonical_optimizer_name("lion"); });
+  BOOST_TEST(unknown.find("--optim 'lion': unknown optimizer; expected one of adamw_torch (adamw)") != std::string::npos,
+             unknown);
+  OptimizerOptions o;
+  o.optim = "sgd", o.sgd_nesterov = true;
+  BOOST_TEST(error_message([&] { validate_optimizer_options(o); }).find("--sgd-nesterov needs --sgd-momentum > 0") !=
+             std::string::npos);
+  o.optim = "adafactor", o.adafactor_warmup_init = true;
+  BOOST_TEST(error_message([&] { validate_optimizer_options(o); }).find("--adafactor-warmup-init needs") != std::string::npos);
+  o.adafactor_warmup_init = false, o.adafactor_beta1 = 1.0;
+  BOOST_TEST(error_message([&] { validate_optimizer_options(o); }).find("--adafactor-beta1 1: expected 0 <= beta1") !=
+             std::string::npos);
+  o.adafactor_beta1 = 0, o.weight_decay = -1;
+  BOOST_TEST(error_message([&] { validate_optimizer_options(o); }).find("--weight-decay -1") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(groups_exclude_biases_and_layer_norms_from_weight_decay) {
+  const NamedParameters named = {{"a.weight", at::zeros({2})}, {"a.bias", at::zeros({2})},
+                                 {"b.LayerNorm.weight", at::zeros({2})}, {"c.weight", at::zeros({2})}};
+  const auto groups = weight_decay_groups(named, 0.1);
+  BOOST_TEST_REQUIRE(groups.size() == 2u);
+  BOOST_TEST(groups[0].name == "decay");
+  BOOST_TEST(groups[0].weight_decay == 0.1);
+  BOOST_TEST(groups[0].parameters.size() == 2u);
+  BOOST_TEST(groups[1].name == "no_decay");
+  BOOST_TEST(groups[1].weight_decay == 0.0);
+  BOOST_TEST(groups[1].parameters[1].first == "b.LayerNorm.weight");
+  BOOST_TEST(weight_decay_groups({{"x.bias", at::zeros({1})}}, 0.1).size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
