@@ -44,7 +44,9 @@ po::options_description model_group(train::TrainOptions& o, Texts& t) {
   g.add_options()
       ("model", po::value(&t.model), "Hugging Face model folder to fine-tune (config.json + model.safetensors)")
       ("model-config", po::value(&o.model_config), "config.json to train from random init, or preset:NAME "
-       "(tiny-distilbert, tiny-bert, cnn, mlp); sizes follow the dataset");
+       "(tiny-distilbert, tiny-bert, cnn, mlp); sizes follow the dataset")
+      ("gradient-checkpointing", po::bool_switch(&o.accelerator.gradient_checkpointing), "keep only each transformer layer's input "
+       "and recompute the layer in backward: less activation memory for about one more forward (DistilBERT, BERT)");
   return g;
 }
 
@@ -117,7 +119,9 @@ po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
       ("threads", po::value(&o.accelerator.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
       ("device", po::value(&o.accelerator.device)->default_value(o.accelerator.device), "auto | cpu | cuda (GPU local_rank % count)")
       ("collective-timeout", po::value(&o.accelerator.collective_timeout)->default_value(o.accelerator.collective_timeout),
-       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)");
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
+      ("local-sgd-steps", po::value(&o.accelerator.local_sgd_steps)->default_value(0), "Local SGD: no gradient allreduce; "
+       "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off");
   return g;
 }
 

@@ -54,6 +54,15 @@
 // into them, and clipping all work. As with DDP, a reference to a .grad kept across a synced backward
 // sees the next step's values.
 //
+// Note [Local SGD]
+// With local SGD (Accelerate's LocalSGD, train/accelerator.hpp) ranks step on their own gradients and
+// every K steps average the parameters instead. Those averages reuse the reducer's bucket buffers, which
+// are idle then (no synced backward): a bucket's parameters are copied into its buffer in slot order,
+// the buffer's gradient part is allreduce-summed and divided by world_size in place, and the slots are
+// copied back, in bucket order on every rank (Note [Bucket order]). Always dense: parameters, unlike
+// embedding gradients, have no zero rows. The buckets hold the reduction dtype (float32 for half
+// parameters), so half-precision parameters are averaged in float32.
+//
 // Note [Device buckets]
 // Buckets live where the communicator can reduce them (Comm::accepts, Note [Device buffers]): on the CPU for
 // CPU parameters; on the parameters' GPU when MPI is CUDA-aware; otherwise in pinned host memory, so that
@@ -219,6 +228,7 @@ struct GradientReducer::Impl {
   void write_averages_to_grads();
   void reset_step();
   std::string unused_warning();
+  void average_parameters();
 
   std::shared_ptr<dist::Comm> comm;  // private duplicate; see Note [Bucket order]
   bool overlap = false;
@@ -517,6 +527,31 @@ std::string GradientReducer::Impl::finalize() {
   return warnings;
 }
 
+// Note [Local SGD]
+void GradientReducer::Impl::average_parameters() {
+  std::lock_guard<std::mutex> lock(mutex);
+  HPCTRAIN_CHECK(!step_active, "GradientReducer::average_parameters: called between a synced backward and its "
+                 "finalize(); call it between optimizer steps");
+  at::NoGradGuard no_grad;
+  copied_back.wait();  // Note [Device buckets]: the last synced step's copy-back has left the buckets
+  for (const BucketState& bucket : buckets) {
+    for (std::size_t index : bucket.params) {
+      ParamSlot& slot = params[index];
+      const at::Tensor values = slot_view(slot);
+      at::Tensor& grad = slot.param.mutable_grad();
+      if (grad.defined() && aliases(grad, values)) grad = grad.clone();
+      values.copy_(slot.param);
+    }
+    CopyFence filled;  // a bucket on the device: MPI reads it only after the copies into it
+    filled.record(bucket.buffer->values.device());
+    filled.wait();
+    const at::Tensor sums = bucket.buffer->values.narrow(0, 0, bucket.buffer->grad_numel);
+    allreduce_sum(*comm, sums);
+    if (comm->world_size() > 1) sums.div_(comm->world_size());
+    for (std::size_t index : bucket.params) params[index].param.copy_(slot_view(params[index]));
+  }
+}
+
 GradientReducer::GradientReducer(dist::Comm& comm, NamedTensors named_parameters, ReducerOptions options)
     : impl_(std::make_unique<Impl>(comm, std::move(named_parameters), options)) {}
 GradientReducer::~GradientReducer() = default;
@@ -524,6 +559,7 @@ GradientReducer::GradientReducer(GradientReducer&&) noexcept = default;
 GradientReducer& GradientReducer::operator=(GradientReducer&&) noexcept = default;
 
 std::string GradientReducer::finalize() { return impl_->finalize(); }
+void GradientReducer::average_parameters() { impl_->average_parameters(); }
 
 void GradientReducer::set_sync(bool sync) {
   std::lock_guard<std::mutex> lock(impl_->mutex);

@@ -203,6 +203,7 @@ class MpiComm final : public Comm {
 
   void allreduce(void* data, std::size_t count, DType dtype, ReduceOp op) override {
     Tracked tracked(slot_, stall::Kind::allreduce);
+    count_bytes(count * size_of(dtype));
     auto* bytes = static_cast<uint8_t*>(data);
     for (const Chunk& chunk : split_into_chunks(count, kMaxCount)) {
       HPCTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + chunk.offset * size_of(dtype),
@@ -212,6 +213,7 @@ class MpiComm final : public Comm {
 
   void broadcast(void* data, std::size_t bytes, int root) override {
     Tracked tracked(slot_, stall::Kind::broadcast);
+    count_bytes(bytes);
     auto* p = static_cast<uint8_t*>(data);
     for (const Chunk& chunk : split_into_chunks(bytes, kMaxCount)) {
       HPCTRAIN_MPI_CHECK(MPI_Bcast(p + chunk.offset, static_cast<int>(chunk.count), MPI_BYTE, root, comm_));
@@ -221,6 +223,7 @@ class MpiComm final : public Comm {
   void allgather(const void* data, std::size_t bytes, void* out) override {
     HPCTRAIN_CHECK(bytes <= kMaxCount, "allgather of {} bytes per rank exceeds INT_MAX", bytes);
     Tracked tracked(slot_, stall::Kind::allgather);
+    count_bytes(bytes);
     HPCTRAIN_MPI_CHECK(MPI_Allgather(data, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
   }
 
@@ -240,7 +243,9 @@ class MpiComm final : public Comm {
   std::unique_ptr<Comm> duplicate() override {
     MPI_Comm copy = MPI_COMM_NULL;
     HPCTRAIN_MPI_CHECK(MPI_Comm_dup(comm_, &copy));  // inherits the MPI_ERRORS_RETURN handler
-    return std::make_unique<MpiComm>(copy, thread_level_, /*owns_comm=*/true);
+    auto duplicate = std::make_unique<MpiComm>(copy, thread_level_, /*owns_comm=*/true);
+    share_byte_count(*duplicate);
+    return duplicate;
   }
 
  private:

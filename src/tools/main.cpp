@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "hpctrain/core/blas_kernels.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/log.hpp"
@@ -87,6 +88,7 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
 }  // namespace
 
 int main(int argc, char** argv) {
+  hpctrain::core::fix_blas_kernels(argv);  // Note [BLAS kernels]: may re-exec, so before MPI and LibTorch threads
   hpctrain::core::tune_host_allocator();  // Note [Host allocator]
   const std::vector<std::string> words(argv + 1, argv + argc);
   if (!words.empty() && is_distributed(words[0])) return run_distributed(argc, argv, words);

@@ -19,6 +19,7 @@
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/json_text.hpp"
+#include "hpctrain/models/checkpointing.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 #include "hpctrain/models/weights.hpp"
@@ -30,6 +31,15 @@ namespace hpctrain::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Transformers' gradient_checkpointing_enable(): only models with transformer layers support it.
+void enable_gradient_checkpointing(torch::nn::Module& model) {
+  auto* classifier = dynamic_cast<models::SequenceClassifier*>(&model);
+  HPCTRAIN_CHECK(classifier != nullptr && !classifier->transformer_layers().empty(),
+                 "--gradient-checkpointing: {} has no transformer layers to checkpoint (DistilBERT and BERT have)",
+                 classifier != nullptr ? classifier->spec().architecture : model.name());
+  models::set_gradient_checkpointing(*classifier, true);
+}
 
 int64_t mib_to_bytes(double mib) { return static_cast<int64_t>(mib * 1024.0 * 1024.0); }
 
@@ -69,6 +79,7 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   log::set_context(context);
   HPCTRAIN_CHECK(options_.gradient_accumulation_steps >= 1, "gradient_accumulation_steps {}: expected >= 1",
                  options_.gradient_accumulation_steps);
+  HPCTRAIN_CHECK(options_.local_sgd_steps >= 0, "local_sgd_steps {}: expected >= 0 (0 = off)", options_.local_sgd_steps);
   comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
   set_threads(threads_);
@@ -98,6 +109,8 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
   reducer_options.bucket_bytes = mib_to_bytes(options_.bucket_mb);
   reducer_options.overlap = options_.overlap;
   reducer_ = std::make_unique<ddp::GradientReducer>(comm_, std::move(trainable), reducer_options);
+  if (options_.local_sgd_steps > 0) reducer_->set_sync(false);  // Note [Local SGD]: no gradient averaging
+  if (options_.gradient_checkpointing) enable_gradient_checkpointing(model);
   model_ = &model;
 }
 
@@ -148,7 +161,20 @@ ddp::NoSyncScope Accelerator::no_sync() { return ddp::NoSyncScope(reducer()); }
 
 void Accelerator::set_gradient_sync(bool sync) {
   sync_ = sync;
-  reducer().set_sync(sync);
+  reducer().set_sync(sync && options_.local_sgd_steps == 0);
+}
+
+bool Accelerator::local_sgd_step() {
+  if (options_.local_sgd_steps == 0) return false;
+  if (++local_steps_ < options_.local_sgd_steps) return false;
+  synchronize_parameters();
+  return true;
+}
+
+void Accelerator::synchronize_parameters() {
+  if (parameters_synchronized()) return;
+  reducer().average_parameters();
+  local_steps_ = 0;
 }
 
 // Note [Found-inf agreement]

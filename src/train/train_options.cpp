@@ -72,6 +72,14 @@ void check_distributed(const TrainOptions& o) {
                  a.device);
   HPCTRAIN_CHECK(a.collective_timeout >= 0 && a.collective_timeout <= 1e9,
                  "--collective-timeout {}: expected seconds >= 0 (0 = off)", a.collective_timeout);
+  check_not_negative(a.local_sgd_steps, "--local-sgd-steps", "off: gradients averaged every step");
+  // Note [Found-inf agreement] reads the overflow flag from the averaged gradients, which Local SGD never forms.
+  const bool scaled = a.mixed_precision == MixedPrecision::fp16 || a.loss_scaling == LossScaling::dynamic;
+  HPCTRAIN_CHECK(a.local_sgd_steps == 0 || !scaled,
+                 "--local-sgd-steps {} with loss scaling (--mixed-precision fp16 or --loss-scale dynamic) is not "
+                 "supported: the ranks agree on skipped steps through the averaged gradients, which Local SGD does "
+                 "not form\n  hint: use --mixed-precision bf16 (no loss scaling) or drop --local-sgd-steps",
+                 a.local_sgd_steps);
 }
 
 void check_outputs(const TrainOptions& o) {
@@ -163,6 +171,8 @@ const OptionField kFields[] = {
     {"--collective-timeout", kValue, accelerator_text_of<&A::collective_timeout>},
     {"--mixed-precision", kValue, accelerator_text_of<&A::mixed_precision>},
     {"--loss-scale", kValue, accelerator_text_of<&A::loss_scaling>},
+    {"--gradient-checkpointing", kValue, accelerator_text_of<&A::gradient_checkpointing>},
+    {"--local-sgd-steps", kValue, accelerator_text_of<&A::local_sgd_steps>},
     {"--check-sync-every", kValue, text_of<&O::check_sync_every>},
     {"--output", kRank0, text_of<&O::output>},
     {"--save-steps", kValue, text_of<&O::save_steps>},

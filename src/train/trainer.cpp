@@ -108,6 +108,7 @@ struct Run {
   bool inject_overflow = false;  // --inject-overflow
   InjectedOverflow overflow_at;
   bool best_is_current = false;  // the last evaluation set best_metric
+  bool sync_check_due = false;   // --check-sync-every came due; with Local SGD it waits for the next average
   std::optional<EvaluationResult> last_eval;
 
   Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator) {
@@ -126,7 +127,9 @@ struct Run {
   MicroBatch forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip);
   void on_nonfinite(bool local_nonfinite, int64_t epoch);
   void trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t epoch);
-  void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip);
+  void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends);
+  [[nodiscard]] bool evaluation_due(int64_t step, bool epoch_ended) const;
+  [[nodiscard]] bool checkpoint_due(int64_t step, bool epoch_ended) const;
   void after_step(bool epoch_ended);
   void evaluate_now();
   void save_checkpoint();
@@ -223,7 +226,7 @@ void Run::train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip) {
   const int64_t batches = train_loader->batches_per_epoch();
   for (int64_t batch = first_batch; batch < batches && state.global_step < total;) {
     const int64_t micro = std::min(plan.geometry.accumulation, batches - batch);
-    step(epoch, batch, micro, resume_skip);
+    step(epoch, batch, micro, resume_skip, batch + micro == batches);
     batch += micro;
     if (batch == batches) state.position = DataPosition{epoch + 1, 0};
     after_step(batch == batches);
@@ -279,8 +282,9 @@ void Run::trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t
     if (keep_row[row]) trace << epoch << ' ' << state.global_step + 1 << ' ' << index[row] << '\n';
 }
 
-void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip) {
+void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends) {
   const auto step_start = Clock::now();
+  const int64_t bytes_before = comm.bytes_sent();
   const RunGeometry& g = plan.geometry;
   StepTimes times;
   double loss_sum = 0, rows = 0;
@@ -335,27 +339,44 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
                              "loss scale now {}", state.global_step + 1, *acc.loss_scale()));
   acc.zero_grad();
   times.optimizer = since(start);
+  const auto average_start = Clock::now();
+  // Local SGD: every K steps, and before an evaluation or a checkpoint (they see averaged parameters).
+  (void)acc.local_sgd_step();
+  if (evaluation_due(state.global_step + 1, epoch_ends) || checkpoint_due(state.global_step + 1, epoch_ends))
+    acc.synchronize_parameters();
+  times.exposed_communication += since(average_start);
   times.total = since(step_start);
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
   const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
-  const StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times,
+  StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times,
                           skip || overflow, acc.loss_scale()};
+  record.comm_bytes = comm.bytes_sent() - bytes_before;
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
+}
+
+bool Run::evaluation_due(int64_t s, bool epoch_ended) const {
+  return eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended);
+}
+
+bool Run::checkpoint_due(int64_t s, bool epoch_ended) const {
+  return (options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || s == total;
 }
 
 void Run::after_step(bool epoch_ended) {
   const int64_t s = state.global_step;
-  if (options.check_sync_every > 0 && s % options.check_sync_every == 0) {
+  const bool evaluate = evaluation_due(s, epoch_ended), save = checkpoint_due(s, epoch_ended);
+  sync_check_due = sync_check_due || (options.check_sync_every > 0 && s % options.check_sync_every == 0);
+  if (sync_check_due && acc.parameters_synchronized()) {
+    sync_check_due = false;
     ddp::NamedTensors named;
     for (const auto& item : setup.model->named_parameters()) named.emplace_back(item.key(), item.value());
     const std::string differs = ddp::find_unsynchronized(comm, named);
     HPCTRAIN_CHECK(differs.empty(), "step {}: the replicas differ: parameter '{}' is not the same on every rank "
                    "(--check-sync-every {})", s, differs, options.check_sync_every);
   }
-  const bool last = s == total;
-  if (eval_loader && (options.eval_steps > 0 ? s % options.eval_steps == 0 : epoch_ended)) evaluate_now();
-  if ((options.save_steps > 0 ? s % options.save_steps == 0 : epoch_ended) || last) save_checkpoint();
+  if (evaluate) evaluate_now();
+  if (save) save_checkpoint();
 }
 
 void Run::evaluate_now() {

@@ -67,18 +67,20 @@ nlohmann::json TrainingLog::add_step(const StepRecord& r) {
   add_times(window_times_, r.times);
   ++window_steps_;
   window_samples_ += r.samples;
+  window_comm_bytes_ += r.comm_bytes;
   const bool logged = r.step % logging_steps_ == 0 || r.step == total_steps_ || r.skipped;  // every skip has a line
   if (logged && window_times_.total > 0) last_samples_per_second_ = static_cast<double>(window_samples_) / window_times_.total;
   draw_progress(r, last_samples_per_second_, logged);
   if (!logged) return nullptr;
   nlohmann::json line = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm},
                          {"samples", window_samples_}, {"samples_per_second", last_samples_per_second_},
-                         {"time", times_json(window_times_, static_cast<double>(window_steps_))}};
+                         {"time", times_json(window_times_, static_cast<double>(window_steps_))},
+                         {"comm_bytes", window_comm_bytes_}};
   if (r.skipped) line["skipped"] = true;
   if (r.loss_scale) line["loss_scale"] = *r.loss_scale;
   write_json_line(line);
   window_times_ = StepTimes{};
-  window_steps_ = window_samples_ = 0;
+  window_steps_ = window_samples_ = window_comm_bytes_ = 0;
   return {{"epoch", r.epoch}, {"grad_norm", r.grad_norm}, {"learning_rate", r.lr}, {"loss", r.loss}, {"step", r.step}};
 }
 

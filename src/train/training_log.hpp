@@ -35,6 +35,7 @@ struct StepRecord {
   StepTimes times;
   bool skipped = false;    // no optimizer step (non-finite loss, or gradients overflowed under loss scaling)
   std::optional<double> loss_scale;  // after this step's update, with loss scaling
+  int64_t comm_bytes = 0;  // bytes this rank passed to collectives during the step (Comm::bytes_sent)
 };
 
 class TrainingLog {
@@ -64,6 +65,7 @@ class TrainingLog {
   // The window since the last logged step.
   StepTimes window_times_;
   int64_t window_steps_ = 0, window_samples_ = 0;
+  int64_t window_comm_bytes_ = 0;
   double last_samples_per_second_ = 0;
   bool bar_drawn_ = false;
 };

@@ -1,11 +1,10 @@
 // Blocked self-attention (src/models/attention.cpp): equal to the textbook formula in value and
 // gradient, dropout as at::dropout, and the memory bound of Note [Attention memory].
 #include "models/attention.hpp"
-#include "hpctrain/compat/torch.hpp"
+#include "counting_allocator.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <c10/core/CPUAllocator.h>
 #include <torch/autograd.h>
 #include <torch/utils.h>
 
@@ -13,9 +12,7 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cmath>
-#include <functional>
 #include <limits>
 
 namespace hpctrain::models::detail {
@@ -128,55 +125,6 @@ BOOST_AUTO_TEST_CASE(gradients_with_dropout_match_finite_differences) {
   }
 }
 
-// Counts the bytes the CPU allocator has handed out and not yet got back, and their peak.
-class PeakCountingAllocator final : public hpctrain::compat::Allocator {
- public:
-  explicit PeakCountingAllocator(c10::Allocator* inner) : inner_(inner) {}
-  c10::DataPtr allocate_bytes(size_t n) const override {
-    c10::DataPtr inner = inner_->allocate(n);
-    void* data = inner.get();
-    auto* context = new Block{std::move(inner), n, this};
-    const size_t now = live_.fetch_add(n) + n;
-    size_t peak = peak_.load();
-    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-    }
-    return {data, context, &release, c10::Device(c10::kCPU)};
-  }
-  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
-  void reset_peak() { peak_ = live_.load(); }
-  size_t live() const { return live_; }
-  size_t peak() const { return peak_; }
-
- private:
-  struct Block {
-    c10::DataPtr inner;
-    size_t bytes;
-    const PeakCountingAllocator* owner;
-  };
-  static void release(void* context) {
-    auto* block = static_cast<Block*>(context);
-    block->owner->live_ -= block->bytes;
-    delete block;
-  }
-  c10::Allocator* inner_;
-  mutable std::atomic<size_t> live_{0};
-  mutable std::atomic<size_t> peak_{0};
-};
-
-// Peak bytes allocated above the starting level while `step` runs.
-size_t peak_bytes_during(const std::function<void()>& step) {
-  c10::Allocator* original = c10::GetCPUAllocator();
-  static PeakCountingAllocator counting(original);
-  static uint8_t priority = 100;  // SetCPUAllocator ignores calls below the last priority
-  c10::SetCPUAllocator(&counting, ++priority);
-  const size_t start = counting.live();
-  counting.reset_peak();
-  step();
-  const size_t peak = counting.peak() - start;
-  c10::SetCPUAllocator(original, ++priority);
-  return peak;
-}
-
 // Note [Attention memory]: forward + backward over B items hold about three [H, L, L] workspaces,
 // not the three [B, H, L, L] tensors autograd keeps for the textbook formula.
 BOOST_AUTO_TEST_CASE(holds_one_score_matrix_per_head_at_a_time) {
@@ -186,10 +134,10 @@ BOOST_AUTO_TEST_CASE(holds_one_score_matrix_per_head_at_a_time) {
   const size_t score_tensor = static_cast<size_t>(batch * heads * length * length) * sizeof(float);  // 32 MiB
   const size_t per_item = score_tensor / batch;                                                    // 2 MiB
 
-  const size_t ours = peak_bytes_during([&] {
+  const size_t ours = testing::peak_bytes_during([&] {
     self_attention(in.q, in.k, in.v, in.mask, heads, 0.1, true).sum().backward();
   });
-  const size_t textbook = peak_bytes_during([&] {
+  const size_t textbook = testing::peak_bytes_during([&] {
     at::Tensor scores = textbook_attention(in.q, in.k, in.v, in.mask, heads);
     at::dropout(scores, 0.1, true).sum().backward();
   });

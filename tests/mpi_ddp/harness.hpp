@@ -32,5 +32,6 @@ void broadcast(hpctrain::dist::Comm& comm);
 void structure_and_sync_checks(hpctrain::dist::Comm& comm);
 void row_sparse_buckets(hpctrain::dist::Comm& comm);
 void gradient_views(hpctrain::dist::Comm& comm);
+void local_sgd_average(hpctrain::dist::Comm& comm);
 
 }  // namespace mpi_test

@@ -52,6 +52,12 @@ class GradientReducer {
   // gradient (each reported once), and a fallback from overlap. A no-op when sync is off.
   [[nodiscard]] std::string finalize();
 
+  // Collective. Local SGD (Note [Local SGD] in src/ddp/gradient_reducer.cpp): replaces every parameter by
+  // its average over the ranks, through the gradient buckets' buffers (one allreduce per bucket, the
+  // same buckets and order on every rank). Call between steps (sync off, or after finalize()). A .grad
+  // that is a view of a bucket (Note [Gradients as bucket views]) is copied out first and keeps its values.
+  void average_parameters();
+
   // Gradient accumulation: with sync off, hooks do nothing and .grad accumulates locally; the next
   // synced backward reduces the accumulated sum. Change it only between finalize() and the next backward.
   void set_sync(bool sync);

@@ -3,6 +3,7 @@
 // single-process one, so library code and unit tests run without mpirun.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -97,6 +98,20 @@ class Comm {
   }
   // Collective agreement on failure: true on every rank if any rank passes true.
   bool any(bool flag) { return allreduce_value<int32_t>(flag ? 1 : 0, ReduceOp::max) != 0; }
+
+  // Bytes this rank has passed to collectives since the communicator was made, summed over it and every
+  // duplicate() of it (the gradient reducer's too): allreduce count x element size, broadcast and
+  // allgather bytes (this rank's contribution). The payload, not the wire bytes (a ring allreduce sends
+  // about 2 (W - 1) / W times it). Thread-safe. Communicators without MPI count nothing.
+  [[nodiscard]] int64_t bytes_sent() const { return traffic_->load(std::memory_order_relaxed); }
+
+ protected:
+  void count_bytes(std::size_t bytes) { traffic_->fetch_add(static_cast<int64_t>(bytes), std::memory_order_relaxed); }
+  // For duplicate(): the copy adds to this communicator's count.
+  void share_byte_count(Comm& copy) const { copy.traffic_ = traffic_; }
+
+ private:
+  std::shared_ptr<std::atomic<int64_t>> traffic_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 // A communicator for one process: collectives are identities.

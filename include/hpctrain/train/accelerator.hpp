@@ -109,6 +109,17 @@ class Accelerator {
   // The scale the next backward multiplies the loss by; nullopt without loss scaling.
   [[nodiscard]] std::optional<double> loss_scale() const;
 
+  // Local SGD (options.local_sgd_steps = K > 0, Accelerate's LocalSGD): backward never averages gradients,
+  // each rank steps on its own; call local_sgd_step() once after every optimizer step (collective): every
+  // K-th call averages the parameters over the ranks (Note [Local SGD] in src/ddp/gradient_reducer.cpp)
+  // and returns true. Optimizer state stays local. A no-op returning false without local SGD.
+  bool local_sgd_step();
+  // Collective: averages the parameters now unless they are synchronized (see parameters_synchronized()),
+  // for evaluation, checkpoints and the end of training. Every rank calls it at the same step.
+  void synchronize_parameters();
+  // True without local SGD, and with it when no optimizer step ran since the last average.
+  [[nodiscard]] bool parameters_synchronized() const { return local_steps_ == 0; }
+
   // unscale_gradients() first; then scales the (already averaged, so identical on every rank) gradients of the prepared model so their
   // global L2 norm is at most max_norm, as torch.nn.utils.clip_grad_norm_; max_norm <= 0 only measures.
   // Returns the norm before clipping. Not collective.
@@ -170,6 +181,7 @@ class Accelerator {
   std::vector<std::filesystem::path> tokenizer_files_;
   std::set<std::string> logged_warnings_;
   int64_t micro_batches_ = 0;  // accumulate() calls since the last sync
+  int64_t local_steps_ = 0;    // Local SGD: local_sgd_step() calls since parameters were last averaged
   bool sync_ = true;
 };
 

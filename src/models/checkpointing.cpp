@@ -1,0 +1,133 @@
+// Layer checkpointing (checkpointing.hpp): a torch::autograd::Function whose forward runs the layer
+// without recording and whose backward recomputes it and back-propagates through the recomputation.
+#include "hpctrain/models/checkpointing.hpp"
+
+#include "hpctrain/compat/autocast_state.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/autograd.h>
+
+#include <cstdint>
+#include <mutex>
+
+namespace hpctrain::models {
+
+// Note [Layer checkpointing]
+// CheckpointedLayer::forward runs the layer with grad mode off (autograd::Function does that), so
+// nothing of the layer's intermediate tensors is kept: only its input and key mask are saved, plus
+// the generator states and the autocast state at the start. backward() restores those, runs the
+// layer again with grad mode on from a detached copy of the input, and calls autograd's backward on
+// the recomputed output (reentrant, as torch.utils.checkpoint's use_reentrant=True). That inner
+// backward accumulates the parameters' gradients through their own AccumulateGrad nodes, so tensor
+// hooks fire exactly once per parameter, during the recompute's backward: the gradient reducer's
+// overlap and no-sync accumulation (Note [Bucket order] in src/ddp/gradient_reducer.cpp) see the
+// same gradients as without checkpointing, and autograd::grad (whose treatment of leaf hooks differs
+// between LibTorch 1.13 and 2.x) is never used. Dropout masks are counter-based functions of seeds
+// drawn from the default generator (Note [Counter-based dropout]); restoring the generator state
+// before the recomputation draws the same seeds, so the recomputed layer is the same function. After
+// the recomputation the generator is put back as it was, so later draws do not change either.
+// The layer is referenced by address (not owned): a model outlives the backward of its own forward.
+
+namespace {
+
+// The default generators of the CPU and of the device the hidden states live on, saved and restored.
+struct GeneratorStates {
+  at::Tensor cpu;
+  at::Tensor device;  // undefined for CPU tensors
+  c10::Device where{at::kCPU};
+
+  static GeneratorStates capture(const c10::Device& device) {
+    GeneratorStates s;
+    s.cpu = state_of(at::kCPU);
+    s.where = device;
+    if (!device.is_cpu()) s.device = state_of(device);
+    return s;
+  }
+  void restore() const {
+    set(at::kCPU, cpu);
+    if (device.defined()) set(where, device);
+  }
+
+ private:
+  static at::Tensor state_of(const c10::Device& device) {
+    at::Generator generator = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    return generator.get_state();
+  }
+  static void set(const c10::Device& device, const at::Tensor& state) {
+    at::Generator generator = at::globalContext().defaultGenerator(device);
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(state);
+  }
+};
+
+// Autocast state as IValues in the context (int64 dtype codes), and back.
+void save_autocast(torch::autograd::AutogradContext* ctx, const compat::AutocastState& a) {
+  ctx->saved_data["autocast_cpu"] = a.cpu_enabled;
+  ctx->saved_data["autocast_cuda"] = a.cuda_enabled;
+  ctx->saved_data["autocast_cpu_dtype"] = static_cast<int64_t>(a.cpu_dtype);
+  ctx->saved_data["autocast_cuda_dtype"] = static_cast<int64_t>(a.cuda_dtype);
+  ctx->saved_data["autocast_cache"] = a.cache_enabled;
+}
+
+compat::AutocastState saved_autocast(torch::autograd::AutogradContext* ctx) {
+  compat::AutocastState a;
+  a.cpu_enabled = ctx->saved_data["autocast_cpu"].toBool();
+  a.cuda_enabled = ctx->saved_data["autocast_cuda"].toBool();
+  a.cpu_dtype = static_cast<at::ScalarType>(ctx->saved_data["autocast_cpu_dtype"].toInt());
+  a.cuda_dtype = static_cast<at::ScalarType>(ctx->saved_data["autocast_cuda_dtype"].toInt());
+  a.cache_enabled = ctx->saved_data["autocast_cache"].toBool();
+  return a;
+}
+
+class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& key_mask,
+                            TransformerLayer* layer) {
+    const GeneratorStates generators = GeneratorStates::capture(hidden.device());
+    ctx->save_for_backward({hidden, key_mask});
+    ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);  // not owned: see Note [Layer checkpointing]
+    ctx->saved_data["cpu_generator"] = generators.cpu;
+    ctx->saved_data["device_generator"] = generators.device;
+    save_autocast(ctx, compat::AutocastState::current());
+    return layer->forward(hidden, key_mask);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grad_outputs) {
+    auto* layer = reinterpret_cast<TransformerLayer*>(ctx->saved_data["layer"].toInt());
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor input = saved[0].detach().requires_grad_(true);
+    GeneratorStates generators;
+    generators.cpu = ctx->saved_data["cpu_generator"].toTensor();
+    generators.device = ctx->saved_data["device_generator"].toTensor();
+    generators.where = input.device();
+    at::Tensor output;
+    {
+      const GeneratorStates now = GeneratorStates::capture(input.device());
+      generators.restore();
+      compat::AutocastStateGuard same_autocast(saved_autocast(ctx));
+      at::AutoGradMode grad_on(true);
+      output = layer->forward(input, saved[1]);
+      now.restore();
+    }
+    torch::autograd::backward({output}, {grad_outputs[0]});
+    return {input.grad(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
+
+LayerRunner checkpointing_layer_runner() {
+  return [](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
+    if (!at::GradMode::is_enabled() || !hidden.requires_grad()) return layer.forward(hidden, key_mask);
+    return CheckpointedLayer::apply(hidden, key_mask, &layer);
+  };
+}
+
+void set_gradient_checkpointing(SequenceClassifier& model, bool enabled) {
+  model.set_layer_runner(enabled ? checkpointing_layer_runner() : LayerRunner());
+}
+
+}  // namespace hpctrain::models
