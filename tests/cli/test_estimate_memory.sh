@@ -39,7 +39,11 @@ assert act["per_layer"] == 16 * 128 * (9 * 256 + 2 * 1024) * 4 + 16 * 128 * (4 *
 assert ckpt["kept"] < act["kept"] and d["ckpt"]["bytes"]["activations"] < b["activations"]
 PYEOF
 
-expect_success "--measure within 25 %" "${ESTIMATE[@]}" --measure --tolerance 0.25 --threads 1
+if [[ -n ${HPCTRAIN_SANITIZED:-} ]]; then  # scripts/sanitize.sh: ASan's shadow memory is in the RSS
+  expect_success "--measure runs (under sanitizers the figure is not compared)" "${ESTIMATE[@]}" --measure --threads 1
+else
+  expect_success "--measure within 25 %" "${ESTIMATE[@]}" --measure --tolerance 0.25 --threads 1
+fi
 if grep -q "measured peak (RSS growth)" "$WORK/out"; then ok "--measure prints the peak"; else bad "--measure output"; cat "$WORK/out"; fi
 
 expect_failure "both model options" "exactly one of --model DIR and --model-config FILE" \
