@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/memory_info.hpp"
@@ -157,23 +158,26 @@ ModelSize estimate_model_size(const io::HfConfig& config) {
 }
 
 void check_model_fits(const ModelSize& size, int64_t copies, int64_t available_bytes,
-                      const std::string& available_source, const std::string& source, const std::string& purpose) {
-  const int64_t needed = checked_mul(size.bytes(kFp32Bytes), copies, "the memory of the parameter copies");
+                      const std::string& available_source, const std::string& source, const std::string& purpose,
+                      int64_t extra_bytes) {
+  const int64_t copy_bytes = checked_mul(size.bytes(kFp32Bytes), copies, "the memory of the parameter copies");
+  HPCTRAIN_CHECK(extra_bytes <= std::numeric_limits<int64_t>::max() - copy_bytes,
+                 "{}: the memory {} needs overflows int64", source, purpose);
+  const int64_t needed = copy_bytes + extra_bytes;
   if (needed <= available_bytes) return;
   const std::string largest =
       size.terms.empty()
           ? ""
           : fmt::format("; largest: {} = {} parameters", size.terms.front().fields, size.terms.front().parameters);
-  fail(
-      "{}: the model has {} parameters{}: {} needs {} ({} fp32 cop{}) but {} are available ({})\n  hint: check the "
-      "sizes "
-      "in the config (dim, hidden_size, n_layers, vocab_size, ...)",
-      source, size.parameters, largest, purpose, core::format_bytes(needed), copies, copies == 1 ? "y" : "ies",
-      core::format_bytes(available_bytes), available_source);
+  const std::string extra = extra_bytes > 0 ? fmt::format(" + {} of optimizer state", core::format_bytes(extra_bytes)) : "";
+  fail("{}: the model has {} parameters{}: {} needs {} ({} fp32 cop{}{}) but {} are available ({})\n  hint: check "
+       "the sizes in the config (dim, hidden_size, n_layers, vocab_size, ...)",
+       source, size.parameters, largest, purpose, core::format_bytes(needed), copies, copies == 1 ? "y" : "ies", extra,
+       core::format_bytes(available_bytes), available_source);
 }
 
 void check_model_fits_host(const io::HfConfig& config, int64_t copies, const std::string& source,
-                           const std::string& purpose) {
+                           const std::string& purpose, const ExtraBytes& extra_bytes) {
   ModelSize size;
   try {
     size = estimate_model_size(config);
@@ -181,7 +185,9 @@ void check_model_fits_host(const io::HfConfig& config, int64_t copies, const std
     fail("{}: {}", source, error.what());
   }
   const auto available = core::available_host_memory();
-  if (available) check_model_fits(size, copies, available->bytes, available->source, source, purpose);
+  if (!available) return;
+  const int64_t extra = extra_bytes ? extra_bytes(size.parameters) : 0;
+  check_model_fits(size, copies, available->bytes, available->source, source, purpose, extra);
 }
 
 }  // namespace hpctrain::models

@@ -14,6 +14,7 @@
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/tokenize/vocab.hpp"
 #include "hpctrain/train/compatibility.hpp"
+#include "hpctrain/train/optimizer.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -142,8 +143,13 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   io::HfConfig config = load_config(options, dataset);
   check_model_fits_dataset(config, source, dataset, used_splits(options, dataset), /*check_labels=*/false);
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
-  // Note [Size before building]: training holds weights, gradients and two AdamW moments.
-  models::check_model_fits_host(config, 4, source, "training (weights, gradients, two AdamW moments)");
+  // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
+  // from above by the state of one vector of all the parameters: factored or small tensors hold less).
+  const auto optimizer_state = [&](int64_t parameters) { return optimizer_state_bytes(options.optimizer, {parameters}); };
+  models::check_model_fits_host(config, 2, source,
+                                fmt::format("training (weights, gradients, {} state)",
+                                            canonical_optimizer_name(options.optimizer.optim)),
+                                optimizer_state);
   torch::manual_seed(options.accelerator.seed);
   setup.model = models::from_config(config);
   if (!options.model_dir.empty()) {

@@ -97,6 +97,12 @@ BOOST_AUTO_TEST_CASE(a_model_larger_than_the_memory_is_refused_with_fields_and_b
   BOOST_CHECK(contains(error, "largest: vocab_size 1000 x dim 64 = 64000 parameters"));
   BOOST_CHECK(contains(error, "(" + std::to_string(size.bytes(16)) + " bytes)"));
   BOOST_CHECK(contains(error, "MemAvailable in /proc/meminfo"));
+  // Optimizer state beside the copies: it alone can tip the balance, and the message names it.
+  BOOST_CHECK_NO_THROW(check_model_fits(size, 2, size.bytes(8), "test", "cfg.json", "training"));
+  const std::string with_state = error_message(
+      [&] { check_model_fits(size, 2, size.bytes(8), "test", "cfg.json", "training", /*extra_bytes=*/1); });
+  BOOST_TEST_INFO(with_state);
+  BOOST_CHECK(contains(with_state, "(2 fp32 copies + 0.00 GiB (1 bytes) of optimizer state)"));
 }
 
 // dim 10^9 (with 6 layers the count overflows int64): refused from the config in well under a second, before any tensor

@@ -6,10 +6,12 @@
 // or the machine swaps. from_config() first computes the parameter count per architecture (the same
 // layers the model constructors register, overflow-checked in int64) and refuses a model whose fp32
 // parameters exceed the memory this process may still allocate, naming the dominant fields. `train`
-// checks again with the copies training holds (weights, gradients, two AdamW moments) before building.
+// checks again with what training holds (weights, gradients and the chosen optimizer's state: an upper
+// bound from optimizer_state_bytes, train/optimizer.hpp) before building.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,13 +36,18 @@ struct ModelSize {
 // (or a product on the way) overflows int64, or a size is not positive.
 [[nodiscard]] ModelSize estimate_model_size(const io::HfConfig& config);
 
-// Error when `copies` fp32 copies of the parameters need more than `available_bytes`, naming the
-// source, the dominant fields, the bytes needed and the bytes available (and where that figure comes from).
+// Error when `copies` fp32 copies of the parameters plus `extra_bytes` (optimizer state) need more than
+// `available_bytes`, naming the source, the dominant fields, the bytes needed and the bytes available (and
+// where that figure comes from).
 void check_model_fits(const ModelSize& size, int64_t copies, int64_t available_bytes,
-                      const std::string& available_source, const std::string& source, const std::string& purpose);
+                      const std::string& available_source, const std::string& source, const std::string& purpose,
+                      int64_t extra_bytes = 0);
+
+// Bytes held beside the fp32 copies, from the parameter count (e.g. an optimizer's state).
+using ExtraBytes = std::function<int64_t(int64_t parameters)>;
 
 // check_model_fits against available_host_memory() (no check when it cannot be read).
 void check_model_fits_host(const io::HfConfig& config, int64_t copies, const std::string& source,
-                           const std::string& purpose);
+                           const std::string& purpose, const ExtraBytes& extra_bytes = {});
 
 }  // namespace hpctrain::models
