@@ -29,7 +29,9 @@ mpirun=(mpirun --oversubscribe --bind-to none)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# shellcheck source=../machine.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../machine.sh"
+print_machine
 port=29533
 for ((repeat = 0; repeat < repeats; repeat++)); do
 for model in distilbert cnn; do

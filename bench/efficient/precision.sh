@@ -7,8 +7,9 @@ cd "$(dirname "$0")/../.."
 build=${1:-build}
 rounds=${2:-2}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-grep -m1 "model name" /proc/cpuinfo
-echo "bf16 flags: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512_bf16|amx_bf16)$' | tr '\n' ' ')"
+# shellcheck source=../machine.sh
+source bench/machine.sh
+print_machine
 for round in $(seq "$rounds"); do
   for np in 1 2; do
     for mp in no bf16; do

@@ -27,6 +27,9 @@ else
   [[ $cores -gt 1 ]] && thread_counts+=("$cores")
 fi
 
+# shellcheck source=../machine.sh
+source "$here/../machine.sh"
+print_machine
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 repeats=${REPEATS:-3}

@@ -30,7 +30,9 @@ trap 'rm -rf "$work"' EXIT
 "$python" "$here/make_corpus.py" "$work/corpus.txt" "$corpus_mb"
 
 cores=$(nproc)
-echo "cpu: $(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2 | xargs), $cores cores, load average $(cut -d" " -f1-3 /proc/loadavg)"
+# shellcheck source=../machine.sh
+source "$here/../machine.sh"
+print_machine
 thread_counts=(1)
 [[ $cores -gt 1 ]] && thread_counts+=("$cores")
 for threads in "${thread_counts[@]}"; do
