@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 
@@ -76,7 +77,7 @@ models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device
 }
 
 EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
-                          const at::Device& device, NonFinite policy) {
+                          const at::Device& device, NonFinite policy, std::optional<c10::ScalarType> autocast) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   ConfusionMatrix matrix(model.num_labels());
@@ -86,7 +87,12 @@ EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader
   while (auto batch = loader.next()) {
     models::ModelInputs inputs = to_model_inputs(*batch, device);
     inputs.labels = at::Tensor();  // per-example losses below, not the model's batch mean
-    const at::Tensor logits = model.forward(inputs).logits.to(at::kFloat).cpu();
+    at::Tensor logits;
+    {
+      std::optional<compat::AutocastScope> region;
+      if (autocast) region.emplace(device.type(), true, *autocast);
+      logits = model.forward(inputs).logits.to(at::kFloat).cpu();
+    }
     HPCTRAIN_CHECK(logits.size(1) == model.num_labels(), "the model gives {} logits but has {} labels", logits.size(1),
                    model.num_labels());
     const at::Tensor kept = batch->is_padding.logical_not();

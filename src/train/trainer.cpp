@@ -381,7 +381,7 @@ void Run::after_step(bool epoch_ended) {
 
 void Run::evaluate_now() {
   last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device(),
-                       options.skip_nonfinite ? NonFinite::count : NonFinite::fail);
+                       options.skip_nonfinite ? NonFinite::count : NonFinite::fail, acc.precision().autocast_dtype());
   last_eval_step = state.global_step;
   state.log_history.push_back(report->add_eval(state.global_step, state.epoch_float(), last_eval->metrics));
   best_is_current = !state.best_metric || last_eval->metrics.accuracy > *state.best_metric;

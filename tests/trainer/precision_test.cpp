@@ -15,12 +15,14 @@
 #include <string>
 
 #include "../error_capture.hpp"
+#include "fixtures.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/adamw.hpp"
+#include "hpctrain/train/evaluation.hpp"
 #include "hpctrain/train/precision.hpp"
 #include "models/layers.hpp"
 
@@ -53,6 +55,17 @@ std::unique_ptr<at::ObserverContext> record_inputs(const at::RecordFunction& fn)
 }
 void record_outputs(const at::RecordFunction& fn, at::ObserverContext*) {
   note_first_tensor(seen_outputs, fn.name(), fn.outputs());
+}
+
+// The result dtypes of aten::addmm while `work` runs (RecordFunction on this thread).
+template <typename Work>
+std::set<std::string> addmm_results(Work&& work) {
+  seen_inputs.clear(), seen_outputs.clear();
+  const auto handle = at::addThreadLocalCallback(
+      at::RecordFunctionCallback(record_inputs, record_outputs).needsInputs(true).needsOutputs(true).scopes({at::RecordScope::FUNCTION}));
+  work();
+  at::removeCallback(handle);
+  return seen_outputs["aten::addmm"];
 }
 
 std::shared_ptr<models::SequenceClassifier> tiny_distilbert() {
@@ -176,6 +189,29 @@ BOOST_AUTO_TEST_CASE(bf16_autocast_runs_the_products_in_bf16_and_keeps_fp32_mast
   for (const auto& [name, state] : optimizer.state_dict())
     BOOST_TEST((name == "step" || state.scalar_type() == at::kFloat), name);
   BOOST_TEST(!compat::AutocastScope::is_enabled(c10::DeviceType::CPU));  // the region ended
+}
+
+// Training under --mixed-precision evaluates under it too (the trainer passes the policy's dtype): the
+// products run in bf16, the metrics stay close to the float32 evaluation's and are computed in float32.
+BOOST_AUTO_TEST_CASE(evaluation_under_bf16_autocast_runs_the_products_in_bf16) {
+  trainer_test::Scratch scratch("eval-autocast");
+  const auto data_file = trainer_test::write_tiny_dataset(scratch / "data.h5");
+  auto comm = dist::make_single_process_comm();
+  torch::manual_seed(3);
+  nlohmann::json config = nlohmann::json::parse(std::ifstream(trainer_test::write_tiny_config(scratch / "config.json")));
+  config["num_labels"] = trainer_test::kLabels;
+  auto model = models::from_config(io::HfConfig::from_json(config));
+  loader::LoaderOptions options;
+  options.split = "validation", options.batch_size = 4, options.shuffle = data::ShuffleMode::none;
+  loader::ShardLoader loader(data_file, options);
+  std::optional<EvaluationResult> fp32, bf16;
+  const auto in_fp32 = addmm_results([&] { fp32 = evaluate(*model, loader, *comm, at::kCPU); });
+  BOOST_TEST((in_fp32 == std::set<std::string>{"Float"}));
+  const auto in_bf16 = addmm_results([&] { bf16 = evaluate(*model, loader, *comm, at::kCPU, NonFinite::fail, at::kBFloat16); });
+  BOOST_TEST((in_bf16 == std::set<std::string>{"BFloat16"}));
+  BOOST_TEST(bf16->metrics.examples == fp32->metrics.examples);
+  BOOST_TEST(std::abs(bf16->metrics.loss - fp32->metrics.loss) < 0.05);
+  BOOST_TEST(!compat::AutocastScope::is_enabled(c10::DeviceType::CPU));  // the region ended with each forward
 }
 
 BOOST_AUTO_TEST_SUITE_END()

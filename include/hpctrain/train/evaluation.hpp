@@ -4,8 +4,10 @@
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "hpctrain/dist/comm.hpp"
@@ -31,9 +33,12 @@ struct EvaluationResult {
 enum class NonFinite { fail, count };
 
 // Runs the model (eval mode, no grad; its training mode is restored) over one epoch of `loader` on every
-// rank; confusion matrix and loss are summed across ranks. Collective.
+// rank; confusion matrix and loss are summed across ranks. Collective. `autocast`: the dtype of an autocast
+// region around each forward (training under --mixed-precision evaluates in it too, as a model prepared by
+// Accelerate does); the logits and the loss are computed in float32 either way.
 EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
-                          const at::Device& device, NonFinite nonfinite = NonFinite::fail);
+                          const at::Device& device, NonFinite nonfinite = NonFinite::fail,
+                          std::optional<c10::ScalarType> autocast = std::nullopt);
 
 // One example's prediction.
 struct Prediction {
