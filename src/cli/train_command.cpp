@@ -140,7 +140,7 @@ po::options_description checkpoint_group(train::TrainOptions& o, Texts& t) {
   return g;
 }
 
-po::options_description logging_group(train::TrainOptions& o, std::string& trace) {
+po::options_description logging_group(train::TrainOptions& o, std::string& trace, std::string& timeline) {
   po::options_description g("Logging");
   g.add_options()
       ("logging-steps", po::value(&o.logging_steps)->default_value(o.logging_steps), "steps between metrics.jsonl lines")
@@ -148,6 +148,9 @@ po::options_description logging_group(train::TrainOptions& o, std::string& trace
       ("no-progress", "plain progress lines instead of a progress bar")
       ("trace-examples", po::value(&trace), "testing: each rank appends `epoch step example_index` lines to "
        "DIR/examples-rank<R>.txt")
+      ("timeline", po::value(&timeline), "write a Chrome trace (open in https://ui.perfetto.dev or chrome://tracing) "
+       "of every rank's steps to FILE.json at the end: data wait, forward, backward, bucket allreduces, optimizer, "
+       "evaluation, checkpoints; one process per rank, clocks aligned to rank 0's")
       ("inject-overflow", po::value(&o.inject_overflow), "testing: RANK:STEP, that rank's gradients become inf in "
        "optimizer step STEP (with loss scaling the step is skipped on every rank)");
   return g;
@@ -164,15 +167,15 @@ bool parse_on_off(const std::string& text, const char* flag) {
 int train_command(const Args& args, dist::Comm& comm) {
   train::TrainOptions options;
   Texts texts;
-  std::string trace;
+  std::string trace, timeline;
   po::options_description all;
   all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options, texts));
   all.add(optimizer_group(options.optimizer));
-  all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace));
+  all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace, timeline));
   po::variables_map values;
   if (!parse_options(args, kUsage, all, values)) return 0;
   options.data = texts.data, options.model_dir = texts.model, options.tokenizer = texts.tokenizer;
-  options.output = texts.output, options.trace_examples = trace;
+  options.output = texts.output, options.trace_examples = trace, options.timeline = timeline;
   options.shuffle = data::parse_shuffle_mode(texts.shuffle);
   options.accelerator.overlap = parse_on_off(texts.overlap, "overlap");
   options.accelerator.mixed_precision = train::parse_mixed_precision(texts.mixed_precision);

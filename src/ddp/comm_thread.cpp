@@ -5,6 +5,8 @@
 #include <exception>
 #include <mutex>
 
+#include "hpctrain/core/span.hpp"
+
 namespace hpctrain::ddp {
 
 struct CommThread::State {
@@ -21,6 +23,7 @@ struct CommThread::State {
 
 void CommThread::run_jobs(const std::shared_ptr<State>& shared) {
   auto& state = *shared;
+  span::name_this_thread("communication");
   std::unique_lock<std::mutex> lock(state.mutex);
   while (true) {
     state.work_ready.wait(lock, [&] { return state.stop || !state.queue.empty(); });

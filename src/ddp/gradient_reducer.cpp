@@ -6,13 +6,13 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <chrono>
 #include <mutex>
 #include <unordered_set>
 
 #include "comm_thread.hpp"
 #include "copy_fence.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/span.hpp"
 
 // Note [Bucket order]
 // MPI matches collectives on a communicator by call order, so every rank must allreduce the same
@@ -75,12 +75,6 @@
 
 namespace hpctrain::ddp {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The dtype a parameter's gradient is reduced in: half precision is summed in float32.
 at::ScalarType reduction_dtype(at::ScalarType dtype) { return dtype == at::kDouble ? at::kDouble : at::kFloat; }
@@ -162,16 +156,17 @@ bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer) {
   return true;
 }
 
-// Allreduce-sums `buffer` in place and divides its gradients by world_size.
-void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer) {
-  const auto start = Clock::now();
+// Allreduce-sums `buffer` in place and divides its gradients by world_size; a span named after `what`
+// ("allreduce", "late allreduce") numbered by `bucket`, on whichever thread reduces it.
+void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std::size_t bucket) {
+  span::Span reduction(what, "communication", static_cast<int64_t>(bucket));
   buffer.bytes = 0;
   if (buffer.rows == 0 || !reduce_rows(comm, buffer)) {
     allreduce_sum(comm, buffer.values);
     buffer.bytes += buffer.values.nbytes();
     if (comm.world_size() > 1) buffer.values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
   }
-  buffer.seconds = seconds_since(start);
+  buffer.seconds = reduction.stop();
 }
 
 struct ParamSlot {
@@ -385,12 +380,12 @@ void GradientReducer::Impl::launch(std::size_t bucket_index) {
   bucket.filled->record(device);  // after every copy into the bucket (Note [Device buckets])
   if (!overlap) {
     bucket.filled->wait();
-    reduce_in_place(*comm, *bucket.buffer);
+    reduce_in_place(*comm, *bucket.buffer, "allreduce", bucket_index);
     return;
   }
-  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer, filled = bucket.filled] {
+  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer, filled = bucket.filled, bucket_index] {
     filled->wait();
-    reduce_in_place(*shared_comm, *buffer);
+    reduce_in_place(*shared_comm, *buffer, "allreduce", bucket_index);
   });
 }
 
@@ -426,7 +421,7 @@ void GradientReducer::Impl::reduce_late_gradients() {
       const ParamSlot& slot = params[index];
       if (slot.late.defined()) late.values.narrow(0, slot.offset, slot.param.numel()).copy_(slot.late.reshape(-1));
     }
-    reduce_in_place(*comm, late);
+    reduce_in_place(*comm, late, "late allreduce", b);
     buckets[b].buffer->values.add_(late.values);
     last_step.bytes_reduced += late.bytes;
     last_step.allreduce_seconds += late.seconds;
@@ -482,7 +477,7 @@ std::string GradientReducer::Impl::finalize() {
   pending_warnings.clear();
   if (!sync) return warnings;
   at::NoGradGuard no_grad;
-  const auto start = Clock::now();
+  span::Span exposed("gradient sync", "communication");  // what backward did not hide
   last_step = ReducerStats{};
   last_step.steps = 1;
 
@@ -508,14 +503,14 @@ std::string GradientReducer::Impl::finalize() {
     bucket.launched = true;
     bucket.filled->record(device);  // Note [Device buckets]
     bucket.filled->wait();
-    reduce_in_place(*comm, *bucket.buffer);
+    reduce_in_place(*comm, *bucket.buffer, "allreduce", next_launch);
   }
   for (const BucketState& bucket : buckets) {
     last_step.bytes_reduced += bucket.buffer->bytes;
     last_step.allreduce_seconds += bucket.buffer->seconds;
   }
   reduce_late_gradients();
-  last_step.exposed_seconds = seconds_since(start);
+  last_step.exposed_seconds = exposed.stop();
 
   write_averages_to_grads();
   warnings += unused_warning();

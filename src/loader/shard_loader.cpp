@@ -8,6 +8,7 @@
 #include "bounded_queue.hpp"
 #include "example_store.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/span.hpp"
 
 namespace hpctrain::loader {
 namespace {
@@ -122,6 +123,7 @@ void ShardLoader::Impl::choose_residency() {
 }
 
 Batch ShardLoader::Impl::make_batch(int64_t batch) {
+  const span::Span loading("load batch", "loader", batch);
   const std::vector<data::SamplePosition> positions = data::batch_positions(epoch.order, sampler, batch);
   const ExampleStore* store_of_batch = &resident_store;
   ExampleStore batch_store;
@@ -205,7 +207,10 @@ void ShardLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   impl.finished = false;
   if (impl.options.prefetch_batches > 0) {
     impl.queue = std::make_unique<BoundedQueue<Item>>(static_cast<size_t>(impl.options.prefetch_batches));
-    impl.worker = std::thread([&impl] { impl.produce(); });
+    impl.worker = std::thread([&impl] {
+      span::name_this_thread("loader");
+      impl.produce();
+    });
   }
 }
 

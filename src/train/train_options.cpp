@@ -90,6 +90,13 @@ void check_outputs(const TrainOptions& o) {
   check_not_negative(o.save_total_limit, "--save-total-limit", "keep all");
   check_not_negative(o.eval_steps, "--eval-steps", "at the end of every epoch");
   (void)parse_save_dtype(o.save_dtype);
+  if (!o.timeline.empty()) {
+    const fs::path parent = o.timeline.parent_path();
+    HPCTRAIN_CHECK(!fs::is_directory(o.timeline), "--timeline '{}' is a folder; expected a file name such as "
+                   "timeline.json", o.timeline.string());
+    HPCTRAIN_CHECK(parent.empty() || fs::is_directory(parent), "--timeline '{}': the folder '{}' does not exist",
+                   o.timeline.string(), parent.string());
+  }
   check_positive(o.logging_steps, "--logging-steps");
   HPCTRAIN_CHECK(o.resume.empty() || !o.overwrite_output_dir, "--resume {} continues the run in --output; "
                  "--overwrite-output-dir starts a new one: give one of them", o.resume);
@@ -184,6 +191,7 @@ const OptionField kFields[] = {
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
+    {"--timeline", kValue, text_of<&O::timeline>},  // collective: every rank records and sends its spans
     {"--inject-overflow", kValue, text_of<&O::inject_overflow>},  // names the rank: equal everywhere
 };
 // TrainOptions::accelerator and TrainOptions::optimizer have one entry per member of AcceleratorOptions and

@@ -14,7 +14,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -22,6 +21,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
+#include "hpctrain/core/span.hpp"
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
@@ -35,15 +35,26 @@
 #include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/trainer_state.hpp"
 #include "model_setup.hpp"
+#include "timeline.hpp"
 #include "training_log.hpp"
 
 namespace hpctrain::train {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+// Note [Step spans]: backward's span includes the reducer's "gradient sync" (finalize), reported apart as
+// exposed communication together with Local SGD's parameter averaging.
+StepTimes step_times(const span::Tally& phases, double total_seconds) {
+  StepTimes times;
+  times.data_wait = phases.seconds("data wait");
+  times.forward = phases.seconds("forward");
+  times.backward = phases.seconds("backward") - phases.seconds("gradient sync");
+  times.exposed_communication = phases.seconds("gradient sync") + phases.seconds("parameter averaging");
+  times.optimizer = phases.seconds("optimizer");
+  times.total = total_seconds;
+  return times;
+}
 
 // The checkpoint's trainer_state.json text once `dir` verified against its manifest and the state's fields
 // validated (Note [Verified checkpoints]); Error naming the file otherwise.
@@ -282,8 +293,11 @@ void Run::trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t
     if (keep_row[row]) trace << epoch << ' ' << state.global_step + 1 << ' ' << index[row] << '\n';
 }
 
+// Note [Step spans]: the step's phases are spans (core/span.hpp) summed in `phases`; StepTimes is read
+// from it, so metrics.jsonl and the --timeline trace show the same intervals.
 void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends) {
-  const auto step_start = Clock::now();
+  span::Span whole_step("step", "train", state.global_step + 1);
+  span::Tally phases;
   const int64_t bytes_before = comm.bytes_sent();
   const RunGeometry& g = plan.geometry;
   StepTimes times;
@@ -291,17 +305,17 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   bool skip = false;
   for (int64_t i = 0; i < micro_batches; ++i) {
     const int64_t batch_index = first_batch + i;
-    auto start = Clock::now();
+    span::Span data_wait("data wait", "train", batch_index, &phases);
     const auto batch = train_loader->next();
+    data_wait.stop();
     HPCTRAIN_CHECK(batch.has_value(), "the loader ended epoch {} before batch {}", epoch, batch_index);
-    times.data_wait += since(start);
     state.position = DataPosition{epoch, (batch_index * g.per_rank_batch + batch->size()) * g.world_size};
     if (skip) continue;  // a non-finite micro-batch earlier in this step: consume the data only
     acc.set_gradient_sync(i + 1 == micro_batches);
-    start = Clock::now();
+    span::Span forward_span("forward", "train", i, &phases);
     acc.seed_step(state.global_step, i);
     const MicroBatch micro = forward(*batch, batch_index, resume_skip);
-    times.forward += since(start);
+    forward_span.stop();
     if (micro.any_nonfinite) {
       on_nonfinite(micro.local_nonfinite, epoch);
       skip = true;
@@ -311,15 +325,14 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
     double scale = g.world_size / (std::max(1.0, micro.global_rows) * static_cast<double>(micro_batches));
     if (inject_overflow && i + 1 == micro_batches && overflow_at == InjectedOverflow{comm.rank(), state.global_step + 1})
       scale = std::numeric_limits<double>::infinity();  // --inject-overflow: this rank's gradients become inf
-    start = Clock::now();
-    acc.backward(micro.local_sum * scale);
-    const double exposed = acc.sync_gradients() ? acc.reducer().last_step_stats().exposed_seconds : 0.0;
-    times.backward += since(start) - exposed;
-    times.exposed_communication += exposed;
+    span::Span backward_span("backward", "train", i, &phases);
+    acc.backward(micro.local_sum * scale);  // with gradient sync, finalize's "gradient sync" span nests in it
+    backward_span.stop();
+    if (acc.sync_gradients()) phases.add("gradient sync", acc.reducer().last_step_stats().exposed_seconds);
     loss_sum += micro.global_loss_sum, rows += micro.global_rows;
     if (trace.is_open()) trace_rows(*batch, micro.keep, epoch);
   }
-  const auto start = Clock::now();
+  span::Span optimizer_span("optimizer", "train", -1, &phases);
   double grad_norm = 0;
   const double lr = learning_rate(state.schedule, state.global_step);
   bool overflow = false;
@@ -338,14 +351,14 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
     report->info(fmt::format("step {}: the gradients hold inf/NaN (loss scaling); the step is skipped on every rank, "
                              "loss scale now {}", state.global_step + 1, *acc.loss_scale()));
   acc.zero_grad();
-  times.optimizer = since(start);
-  const auto average_start = Clock::now();
+  optimizer_span.stop();
+  span::Span averaging("parameter averaging", "communication", -1, &phases);
   // Local SGD: every K steps, and before an evaluation or a checkpoint (they see averaged parameters).
   (void)acc.local_sgd_step();
   if (evaluation_due(state.global_step + 1, epoch_ends) || checkpoint_due(state.global_step + 1, epoch_ends))
     acc.synchronize_parameters();
-  times.exposed_communication += since(average_start);
-  times.total = since(step_start);
+  averaging.stop();
+  times = step_times(phases, whole_step.stop());
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
   const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
@@ -380,6 +393,7 @@ void Run::after_step(bool epoch_ended) {
 }
 
 void Run::evaluate_now() {
+  const span::Span evaluation("evaluation", "train", state.global_step);
   last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device(),
                        options.skip_nonfinite ? NonFinite::count : NonFinite::fail, acc.precision().autocast_dtype());
   last_eval_step = state.global_step;
@@ -389,6 +403,7 @@ void Run::evaluate_now() {
 }
 
 void Run::save_checkpoint() {
+  const span::Span checkpoint("checkpoint", "train", state.global_step);
   const fs::path dir = options.output / checkpoint_name(state.global_step);
   const auto owned = [&](const std::optional<std::string>& id) { return owns(folder.identity, id); };
   dist::run_collectively(comm, fmt::format("making room for '{}'", dir.string()), [&] {
@@ -440,19 +455,23 @@ TrainResult Run::finish(double seconds, int64_t samples) {
 }  // namespace
 
 TrainResult run_training(dist::Comm& comm, const TrainOptions& options) {
+  span::name_this_thread("main");
   validate_train_options(options);
   Run run(comm, options);
   run.set_up();
   run.print_plan();
   run.setup.model->train();
-  const auto start = Clock::now();
+  Timeline timeline(comm, options.timeline);  // after set_up: the option is agreed (Note [Agreed options])
+  span::Span training("training", "train");
   const int64_t samples_before = run.state.samples_seen;
   int64_t first_batch = run.plan.first_batch, resume_skip = run.plan.position.samples_in_epoch;
   for (int64_t epoch = run.plan.position.epoch; run.state.global_step < run.total; ++epoch) {
     run.train_epoch(epoch, first_batch, resume_skip);
     first_batch = 0, resume_skip = 0;
   }
-  return run.finish(since(start), run.state.samples_seen - samples_before);
+  TrainResult result = run.finish(training.stop(), run.state.samples_seen - samples_before);
+  timeline.write();
+  return result;
 }
 
 }  // namespace hpctrain::train

@@ -64,6 +64,9 @@ struct TrainOptions {
   // Testing aid: every rank appends "epoch step example_index" per trained example to
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;
+  // Chrome trace of the run (Trace Event Format; Perfetto, chrome://tracing): every rank's spans on rank 0's
+  // clock, written by rank 0 at the end (train/timeline.hpp). Agreed: on or off on every rank; "" = none.
+  std::filesystem::path timeline;
   // Testing aid of loss scaling: "RANK:STEP", the rank whose gradients become inf in optimizer step STEP
   // (1-based) before they are averaged; "" = never.
   std::string inject_overflow;
