@@ -51,43 +51,47 @@ nlohmann::json rank_trace_events(int rank, const span::Recording& recording, int
 
 Timeline::Timeline(dist::Comm& comm, std::filesystem::path file) : comm_(comm), file_(std::move(file)) {
   if (file_.empty()) return;
-  span::start_recording(kTimelineMaxEvents);
   offset_ns_ = dist::measure_clock_offset(comm_, kClockRounds, span::now_ns);
   origin_ns_ = span::now_ns() + offset_ns_;
   comm_.broadcast(&origin_ns_, sizeof origin_ns_, 0);
+  span::start_recording(kTimelineMaxEvents);
 }
 
 Timeline::~Timeline() {
   if (!file_.empty()) (void)span::stop_recording();  // write() was not reached (an error): nothing is written
 }
 
-void Timeline::write() {
-  if (file_.empty()) return;
-  const span::Recording recording = span::stop_recording();
+// Collective: every rank's part, rank by rank (rank 0 holds one part at a time); the trace on rank 0 only.
+nlohmann::json Timeline::gather(const span::Recording& recording) const {
   const nlohmann::json mine = {{"events", rank_trace_events(comm_.rank(), recording, offset_ns_ - origin_ns_)},
                                {"dropped", recording.dropped}, {"offset_ns", offset_ns_}};
-  nlohmann::json trace = {{"traceEvents", nlohmann::json::array()}, {"displayTimeUnit", "ms"}};
-  nlohmann::json dropped = nlohmann::json::array(), offsets = nlohmann::json::array();
-  for (int rank = 0; rank < comm_.world_size(); ++rank) {  // rank by rank: rank 0 holds one part at a time
+  nlohmann::json events = nlohmann::json::array(), dropped = nlohmann::json::array(), offsets = dropped;
+  uint64_t total_dropped = 0;
+  for (int rank = 0; rank < comm_.world_size(); ++rank) {
     std::string text = comm_.rank() == rank ? mine.dump() : std::string();
     comm_.broadcast_string(text, rank);
     if (!comm_.is_main_process()) continue;
     nlohmann::json part = nlohmann::json::parse(text);
-    for (auto& event : part["events"]) trace["traceEvents"].push_back(std::move(event));
+    for (auto& event : part["events"]) events.push_back(std::move(event));
+    total_dropped += part["dropped"].get<uint64_t>();
     dropped.push_back(part["dropped"]), offsets.push_back(part["offset_ns"]);
   }
-  uint64_t total_dropped = 0;
-  for (const auto& d : dropped) total_dropped += d.get<uint64_t>();
-  trace["otherData"] = {{"max_events_per_rank", kTimelineMaxEvents}, {"capped", total_dropped > 0},
-                        {"dropped_events_per_rank", dropped}, {"clock_offset_ns_per_rank", offsets},
-                        {"clock", "rank 0's steady clock, 0 at the timeline's start (Note [Timeline clocks])"}};
+  const nlohmann::json other = {{"max_events_per_rank", kTimelineMaxEvents}, {"capped", total_dropped > 0},
+                                {"dropped_events_per_rank", dropped}, {"clock_offset_ns_per_rank", offsets},
+                                {"clock", "rank 0's steady clock, 0 at the timeline's start (Note [Timeline clocks])"}};
+  return {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}, {"otherData", other}};
+}
+
+void Timeline::write() {
+  if (file_.empty()) return;
   const std::filesystem::path file = std::exchange(file_, {});  // the destructor has nothing left to stop
+  const nlohmann::json trace = gather(span::stop_recording());
   dist::run_collectively(comm_, fmt::format("writing the --timeline file '{}'", file.string()), [&] {
     if (!comm_.is_main_process()) return;
     io::write_file_atomically(file, trace.dump() + "\n");
-    if (total_dropped > 0)
-      log::warning("--timeline: {} span(s) beyond {} per rank were not kept (otherData.capped in '{}')", total_dropped,
-                   kTimelineMaxEvents, file.string());
+    if (trace["otherData"]["capped"].get<bool>())
+      log::warning("--timeline: some spans beyond {} per rank were not kept (otherData.dropped_events_per_rank "
+                   "in '{}')", kTimelineMaxEvents, file.string());
   });
 }
 

@@ -37,6 +37,8 @@ class Timeline {
   void write();
 
  private:
+  [[nodiscard]] nlohmann::json gather(const span::Recording& recording) const;
+
   dist::Comm& comm_;
   std::filesystem::path file_;
   int64_t offset_ns_ = 0;  // rank 0's clock minus this rank's
