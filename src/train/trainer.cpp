@@ -43,8 +43,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Note [Step spans]: backward's span includes the reducer's "gradient sync" (finalize), reported apart as
-// exposed communication together with Local SGD's parameter averaging.
+// StepTimes from the step's spans (Note [Step spans]): backward's span includes the reducer's "gradient sync"
+// (finalize), reported apart as exposed communication together with Local SGD's parameter averaging.
 StepTimes step_times(const span::Tally& phases, double total_seconds) {
   StepTimes times;
   times.data_wait = phases.seconds("data wait");
