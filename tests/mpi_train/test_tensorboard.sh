@@ -1,0 +1,33 @@
+# --report-to tensorboard (issue 11, item 4): on 2 ranks, rank 0 writes OUTPUT/runs/events.out.tfevents.*; an
+# independent reader (read_tfevents.py: the format description, both CRCs; then TensorBoard's EventAccumulator
+# when HPCTRAIN_TENSORBOARD_PYTHON, else HPCTRAIN_TEST_PYTHON, has it) finds every tag/step/value of
+# metrics.jsonl and nothing else, also after a resume from an earlier checkpoint (a second file whose SessionLog
+# START drops the recomputed steps). --report-to none writes no events.
+source "$(dirname "$0")/lib.sh"
+# The reader needs only the standard library; TensorBoard's half runs where this interpreter has `tensorboard`.
+READER_PY=${HPCTRAIN_TENSORBOARD_PYTHON:-$PY}
+make_fixture
+steps=(--batch-size 8 --save-steps 3 --eval-steps 3)
+
+run_ok "6 steps on 2 ranks" "$WORK/a.log" mpi 2 train $(train_args "$WORK/run") "${steps[@]}" --max-steps 6
+files=("$WORK"/run/runs/events.out.tfevents.*)
+[[ ${#files[@]} -eq 1 && "$(basename "${files[0]}")" =~ ^events\.out\.tfevents\.[0-9]{10}\.[^.]+.*\.[0-9]+\.[0-9]+$ ]] \
+  && ok "one event file, named events.out.tfevents.<time>.<host>.<pid>.<n>" || { bad "event files"; ls -la "$WORK/run/runs"; }
+"$READER_PY" "$HERE/read_tfevents.py" "$WORK/run" >"$WORK/read-a.log" 2>&1 \
+  && ok "the events hold metrics.jsonl's values ($(tr '\n' ';' <"$WORK/read-a.log"))" || { bad "events vs metrics.jsonl"; cat "$WORK/read-a.log"; }
+
+run_ok "resume from checkpoint-3 to step 9" "$WORK/b.log" mpi 2 train $(train_args "$WORK/run") "${steps[@]}" \
+  --max-steps 9 --resume "$WORK/run/checkpoint-3"
+files=("$WORK"/run/runs/events.out.tfevents.*)
+[[ ${#files[@]} -eq 2 ]] && ok "the resumed run appended a second event file" || { bad "event files after resume"; ls -la "$WORK/run/runs"; }
+"$READER_PY" "$HERE/read_tfevents.py" "$WORK/run" >"$WORK/read-b.log" 2>&1 \
+  && ok "after the resume the events still equal metrics.jsonl, steps 4-6 as recomputed ($(tr '\n' ';' <"$WORK/read-b.log"))" \
+  || { bad "events vs metrics.jsonl after resume"; cat "$WORK/read-b.log"; }
+
+run_ok "--report-to none (1 process)" "$WORK/c.log" "$HPCTRAIN" train $(train_args "$WORK/none") --batch-size 8 --max-steps 1 \
+  --report-to none
+[[ -f "$WORK/none/metrics.jsonl" && ! -e "$WORK/none/runs" ]] && ok "  metrics.jsonl, no runs/ folder" || bad "  --report-to none wrote events"
+"$HPCTRAIN" train $(train_args "$WORK/bad") --max-steps 1 --report-to wandb >"$WORK/d.log" 2>&1
+[[ $? -ne 0 ]] && grep -q -- "--report-to 'wandb': expected tensorboard or none" "$WORK/d.log" \
+  && ok "--report-to wandb refused, naming the option" || { bad "--report-to wandb"; tail -3 "$WORK/d.log"; }
+finish
