@@ -6,6 +6,7 @@
 #include <boost/crc.hpp>
 #include <chrono>
 #include <cstring>
+#include <type_traits>
 #include <fmt/format.h>
 
 #include "hpctrain/core/error.hpp"

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -71,7 +72,9 @@ class ConsoleSink final : public LogSink {
   }
 
   void end_bar() {
-    if (bar_drawn_) std::fputc('\n', stdout), std::fflush(stdout);
+    if (!bar_drawn_) return;
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
     bar_drawn_ = false;
   }
 
