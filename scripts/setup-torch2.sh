@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Pinned: torch 2.15.0 is built with CUDA 13.2 and the C++11 ABI (as Debian's Boost and fmt are).
 torch_version=2.15.0
+tensorboard_version=2.21.0  # mpi.train.tensorboard reads its event files with TensorBoard itself
 venv=${HPCTRAIN_TORCH2_VENV:-.venv-torch2}
 python=${HPCTRAIN_PYTHON:-python3}
 
@@ -22,6 +23,8 @@ if [[ "$have" != "$torch_version" ]]; then
   echo "setup-torch2: installing torch==$torch_version into $venv (about 5 GB with its CUDA libraries)"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "torch==$torch_version"
 fi
+"$venv/bin/python" -c 'import tensorboard' 2>/dev/null \
+  || "$venv/bin/python" -m pip install -q --disable-pip-version-check "tensorboard==$tensorboard_version"
 torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
 
 cuda_home=${CUDA_HOME:-}

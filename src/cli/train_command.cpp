@@ -146,6 +146,8 @@ po::options_description logging_group(train::TrainOptions& o, std::string& trace
       ("logging-steps", po::value(&o.logging_steps)->default_value(o.logging_steps), "steps between metrics.jsonl lines")
       ("log-all-ranks", po::bool_switch(&o.accelerator.log_all_ranks), "every rank logs, lines prefixed with the rank")
       ("no-progress", "plain progress lines instead of a progress bar")
+      ("report-to", po::value(&o.report_to)->default_value(o.report_to), "tensorboard | none: tensorboard writes "
+       "OUTPUT/runs/events.out.tfevents.* (rank 0; the values of metrics.jsonl)")
       ("trace-examples", po::value(&trace), "testing: each rank appends `epoch step example_index` lines to "
        "DIR/examples-rank<R>.txt")
       ("timeline", po::value(&timeline), "write a Chrome trace (open in https://ui.perfetto.dev or chrome://tracing) "

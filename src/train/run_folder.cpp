@@ -64,7 +64,7 @@ std::optional<RunIdentity> read_identity(const fs::path& output) {
 
 // --overwrite-output-dir: the old run's top-level files get NAME.run-OLDID; its checkpoints stay.
 void move_old_run_aside(const fs::path& output, const std::string& old_id, std::vector<std::string>& notes) {
-  for (const char* name : {kRunIdentityName, kTrainerStateName, "metrics.jsonl", "final"}) {
+  for (const char* name : {kRunIdentityName, kTrainerStateName, "metrics.jsonl", "final", "runs"}) {  // runs: TensorBoard
     if (!fs::exists(output / name)) continue;
     const fs::path aside = move_aside(output / name, old_id);
     notes.push_back(fmt::format("--overwrite-output-dir: the previous run's {} is now {}", name, aside.filename().string()));

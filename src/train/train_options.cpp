@@ -98,6 +98,8 @@ void check_outputs(const TrainOptions& o) {
                    o.timeline.string(), parent.string());
   }
   check_positive(o.logging_steps, "--logging-steps");
+  HPCTRAIN_CHECK(o.report_to == "tensorboard" || o.report_to == "none", "--report-to '{}': expected tensorboard or none",
+                 o.report_to);
   HPCTRAIN_CHECK(o.resume.empty() || !o.overwrite_output_dir, "--resume {} continues the run in --output; "
                  "--overwrite-output-dir starts a new one: give one of them", o.resume);
   if (!o.resume.empty() && o.resume != "auto")
@@ -190,6 +192,7 @@ const OptionField kFields[] = {
     {"--save-dtype", kValue, text_of<&O::save_dtype>},
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
+    {"--report-to", kRank0, text_of<&O::report_to>},  // rank 0 writes the event file
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},
     {"--timeline", kValue, text_of<&O::timeline>},  // collective: every rank records and sends its spans
     {"--inject-overflow", kValue, text_of<&O::inject_overflow>},  // names the rank: equal everywhere

@@ -200,8 +200,7 @@ void Run::set_up() {
   state.max_steps = total, state.num_train_epochs = options.epochs, state.logging_steps = options.logging_steps;
   state.eval_steps = options.eval_steps, state.save_steps = options.save_steps;
   if (comm.is_main_process()) remove_stale_temporaries(options.output);
-  report = std::make_unique<TrainingLog>(options.output, comm.is_main_process(), options.progress, options.logging_steps,
-                                      state.global_step, total);
+  report = std::make_unique<TrainingLog>(options, comm.is_main_process(), state.global_step, total);
   if (!options.trace_examples.empty()) {
     fs::create_directories(options.trace_examples);
     const fs::path file = options.trace_examples / fmt::format("examples-rank{}.txt", comm.rank());

@@ -1,17 +1,18 @@
 // Private to src/train: what rank 0 reports while training — OUTPUT/metrics.jsonl, a progress bar on a
-// terminal (plain lines otherwise), and the Hugging Face log_history entries of trainer_state.json.
+// terminal (plain lines otherwise), TensorBoard events, and the Hugging Face log_history entries of trainer_state.json.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hpctrain/train/metrics.hpp"
+#include "hpctrain/train/train_options.hpp"
 
 namespace hpctrain::train {
 
@@ -38,12 +39,17 @@ struct StepRecord {
   int64_t comm_bytes = 0;  // bytes this rank passed to collectives during the step (Comm::bytes_sent)
 };
 
+class LogSink;
+struct StepWindow;
+
+// Rank 0 reports through sinks (log_sink.hpp): metrics.jsonl, the terminal and, with --report-to
+// tensorboard, OUTPUT/runs/events.out.tfevents.*. Other ranks report nothing.
 class TrainingLog {
  public:
   // Only `active` (rank 0) writes. Lines of an existing metrics.jsonl with step > start_step (from an
-  // interrupted run after its last checkpoint) are dropped, so the file reads as one run.
-  TrainingLog(const std::filesystem::path& output, bool active, bool progress, int64_t logging_steps,
-              int64_t start_step, int64_t total_steps);
+  // interrupted run after its last checkpoint) are dropped, so the file reads as one run. Uses the options'
+  // output, logging_steps, progress and report_to.
+  TrainingLog(const TrainOptions& options, bool active, int64_t start_step, int64_t total_steps);
   ~TrainingLog();
 
   // Returns the log_history entry when this step is logged (every logging_steps, and the last), else null.
@@ -55,19 +61,9 @@ class TrainingLog {
   void finish();
 
  private:
-  void write_json_line(const nlohmann::json& line);
-  void draw_progress(const StepRecord& record, double samples_per_second, bool force);
-
-  bool active_, tty_, progress_;
-  int64_t logging_steps_, start_step_, total_steps_;
-  std::ofstream metrics_;
-  std::chrono::steady_clock::time_point start_, last_draw_;
-  // The window since the last logged step.
-  StepTimes window_times_;
-  int64_t window_steps_ = 0, window_samples_ = 0;
-  int64_t window_comm_bytes_ = 0;
-  double last_samples_per_second_ = 0;
-  bool bar_drawn_ = false;
+  int64_t logging_steps_, total_steps_;
+  std::vector<std::unique_ptr<LogSink>> sinks_;  // empty unless active
+  std::unique_ptr<StepWindow> window_;           // the steps since the last logged one
 };
 
 }  // namespace hpctrain::train

@@ -61,6 +61,7 @@ struct TrainOptions {
   // ---- Logging ----
   int64_t logging_steps = 10;              // steps between metrics.jsonl lines / plain progress lines
   bool progress = true;                    // progress bar on a terminal
+  std::string report_to = "tensorboard";   // tensorboard (OUTPUT/runs/events.out.tfevents.*) | none; as HF's report_to
   // Testing aid: every rank appends "epoch step example_index" per trained example to
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;

@@ -1,0 +1,31 @@
+// Private to src/train: one destination of what TrainingLog reports (metrics.jsonl, the terminal, TensorBoard).
+// Each sink lives in its own file (jsonl_sink.cpp, console_sink.cpp, tensorboard_sink.cpp): a new one is a new file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hpctrain/train/metrics.hpp"
+#include "training_log.hpp"
+
+namespace hpctrain::train {
+
+// The steps since the previous logged step, summed (StepTimes: seconds over `steps` steps).
+struct StepWindow {
+  StepTimes times;
+  int64_t steps = 0, samples = 0, comm_bytes = 0;
+  double samples_per_second = 0;  // of the newest logged window (kept between logged steps, for the bar)
+};
+
+class LogSink {
+ public:
+  virtual ~LogSink() = default;
+  // Every step; `logged` on the steps metrics.jsonl records (every logging_steps, the last, every skip).
+  virtual void on_step(const StepRecord& record, const StepWindow& window, bool logged) = 0;
+  virtual void on_eval(int64_t step, double epoch, const ClassificationMetrics& metrics) = 0;
+  // A line for the terminal (only the console sink prints it).
+  virtual void info(const std::string& /*line*/) {}
+  virtual void finish() {}
+};
+
+}  // namespace hpctrain::train
