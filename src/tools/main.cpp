@@ -26,6 +26,9 @@ commands:
   train         data-parallel training with checkpoints and resume                 (mpirun -np N ok)
   eval          loss, accuracy, macro-F1 and confusion matrix of a model on a split   (mpirun -np N ok)
   predict       per-example predictions of a model on a split, as JSONL              (mpirun -np N ok)
+  env           versions, build, CPU, MPI, HDF5, Slurm, and one row per rank           (mpirun -np N ok)
+  bench comm    allreduce latency and bandwidth by message size, fitted alpha-beta    (mpirun -np N)
+  bench predict step time and scaling efficiency on nodes x GPUs from one rank's step
   version       print the version
 )";
 
@@ -36,7 +39,16 @@ std::string join_command_line(int argc, char** argv) {
 }
 
 bool is_distributed(const std::string& command) {
-  return command == "eval" || command == "predict" || command == "train";
+  return command == "eval" || command == "predict" || command == "train" || command == "env" || command == "bench";
+}
+
+// `hpctrain bench comm|predict`: comm runs on every rank; predict on each rank alone (one rank is its use).
+int bench(const hpctrain::cli::Args& args, hpctrain::dist::Comm& comm) {
+  const std::string kind = args.empty() ? "" : args[0];
+  const hpctrain::cli::Args options(args.empty() ? args.end() : args.begin() + 1, args.end());
+  if (kind == "comm") return hpctrain::cli::bench_comm_command(options, comm);
+  if (kind == "predict") return comm.is_main_process() ? hpctrain::cli::bench_predict_command(options) : 0;
+  hpctrain::fail("'hpctrain bench' needs a kind: comm or predict (got '{}')", kind);
 }
 
 // Distributed commands run on every rank of the MPI job.
@@ -53,6 +65,8 @@ int run_distributed(int argc, char** argv, const std::vector<std::string>& words
   try {
     if (words[0] == "eval") return hpctrain::cli::eval_command(rest, comm);
     if (words[0] == "train") return hpctrain::cli::train_command(rest, comm);
+    if (words[0] == "env") return hpctrain::cli::env_command(rest, comm);
+    if (words[0] == "bench") return bench(rest, comm);
     return hpctrain::cli::predict_command(rest, comm);
   } catch (const std::exception& e) {
     hpctrain::log::error("{}", e.what());
