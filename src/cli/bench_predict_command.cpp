@@ -112,7 +112,7 @@ nlohmann::json prediction_json(const PredictArgs& a, const train::ScalingInputs&
   return {{"machine", bench_machine_json()},
           {"step", {{"forward_s", in.step.forward_s}, {"backward_s", in.step.backward_s},
                     {"optimizer_s", in.step.optimizer_s}}},
-          {"gradient_bytes", gradient_bytes}, {"buckets", in.bucket_bytes.size()},
+          {"gradient_bytes", gradient_bytes}, {"buckets", in.bucket_bytes.size()}, {"bucket_bytes", in.bucket_bytes},
           {"network", {{"alpha_s", in.network.alpha_s}, {"beta_s_per_byte", in.network.beta_s_per_byte}}},
           {"gpus_per_node", a.gpus_per_node}, {"overlap", in.overlap}, {"predictions", rows},
           {"assumptions", assumptions(a, a.forward_ms < 0)}};
