@@ -2,7 +2,9 @@
 // predict` (step time and scaling efficiency on nodes × GPUs from one rank's step and an α-β).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,14 +79,15 @@ void print_comm_table(const nlohmann::json& j) {
                 1e6 * s["median_s"].get<double>(), 1e6 * s["min_s"].get<double>(), 1e6 * s["max_s"].get<double>(),
                 s["algorithm_gbps"].get<double>(), s["bus_gbps"].get<double>(), 1e6 * s["model_s"].get<double>());
   const auto& f = j["fit"];
-  std::printf("fit (%s): alpha = %.2f us, beta = %.4f ns/byte (%.2f Gb/s per link)\n", kRingModel,
+  std::printf("fit to sizes >= %s (%s): alpha = %.2f us, beta = %.4f ns/byte (%.2f Gb/s per link)\n",
+              size_text(f["min_bytes"]).c_str(), kRingModel,
               1e6 * f["alpha_s"].get<double>(), 1e9 * f["beta_s_per_byte"].get<double>(), f["link_gbps"].get<double>());
 }
 
 }  // namespace
 
 int bench_comm_command(const Args& args, dist::Comm& comm) {
-  std::string min_size = "1KiB", max_size = "256MiB";
+  std::string min_size = "1KiB", max_size = "256MiB", fit_min_size = "0";
   int factor = 4, warmup = 3, repetitions = 10;
   bool json = false;
   po::options_description options(kCommUsage);
@@ -94,15 +97,23 @@ int bench_comm_command(const Args& args, dist::Comm& comm) {
       ("factor", po::value(&factor)->default_value(factor), "each size is the previous one times this (2 or 4)")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed allreduces per size")
       ("repetitions", po::value(&repetitions)->default_value(repetitions), "timed allreduces per size (median, min, max)")
+      ("fit-min-size", po::value(&fit_min_size)->default_value(fit_min_size),
+       "fit α-β to the sizes from this one up (e.g. 1MiB: the gradient buckets' range); 0: all")
       ("json", po::bool_switch(&json), "print JSON instead of the table");
   po::variables_map values;
   if (!parse_options(args, kCommUsage, options, values)) return 0;
+  const auto fit_from = static_cast<int64_t>(io::parse_size(fit_min_size));
   const auto sizes = dist::message_sizes(size_option("--min-size", min_size), size_option("--max-size", max_size), factor);
   HPCTRAIN_CHECK(sizes.size() >= 2, "bench comm: --min-size {} to --max-size {} gives {} size; the α-β fit needs two",
                  min_size, max_size, sizes.size());
   const auto timings = dist::time_allreduce(comm, sizes, warmup, repetitions);
   if (!comm.is_main_process()) return 0;
-  const nlohmann::json j = comm_json(timings, dist::fit_ring_alpha_beta(timings, comm.world_size()), comm.world_size());
+  std::vector<dist::AllreduceTiming> fitted;
+  std::copy_if(timings.begin(), timings.end(), std::back_inserter(fitted), [&](const auto& t) { return t.bytes >= fit_from; });
+  HPCTRAIN_CHECK(fitted.size() >= 2, "bench comm: --fit-min-size {} leaves {} of the sizes; the α-β fit needs two",
+                 fit_min_size, fitted.size());
+  nlohmann::json j = comm_json(timings, dist::fit_ring_alpha_beta(fitted, comm.world_size()), comm.world_size());
+  j["fit"]["min_bytes"] = fitted.front().bytes;
   if (json) std::printf("%s\n", j.dump(2).c_str());
   else print_comm_table(j);
   return 0;
