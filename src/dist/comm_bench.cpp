@@ -68,7 +68,10 @@ AlphaBeta fit_ring_alpha_beta(const std::vector<AllreduceTiming>& timings, int w
   const double det = sw * snn - sn * sn;
   HPCTRAIN_CHECK(timings.size() >= 2 && det > 0, "alpha-beta fit: needs at least two distinct message sizes, got {}",
                  timings.size());
-  const double a = (snn * st - sn * snt) / det, b = (sw * snt - sn * st) / det;
+  double a = (snn * st - sn * snt) / det, b = (sw * snt - sn * st) / det;
+  // Neither a latency nor a time per byte is negative: refit the other alone (the constrained least squares).
+  if (a < 0) a = 0, b = snt / snn;
+  if (b < 0) b = 0, a = st / sw;
   if (world_size == 1) return {a, b};
   const double p = world_size, steps = 2 * (p - 1);
   return {a / steps, b / (steps / p)};

@@ -62,6 +62,16 @@ BOOST_AUTO_TEST_CASE(fit_through_two_points) {
   BOOST_TEST(fit.alpha_s == 10e-6, boost::test_tools::tolerance(1e-9));
 }
 
+BOOST_AUTO_TEST_CASE(fit_keeps_alpha_non_negative) {
+  // 1 MiB at 0.2 ns/B, 16 MiB at 0.6 ns/B (a cache cliff): the free line has a negative intercept. With α = 0,
+  // β = Σ(n/t) / Σ(n²/t²) with n/t = 1/r for r = t/n: (1/0.2 + 1/0.6) / (1/0.2² + 1/0.6²) ns/B (2 ranks: t = n β).
+  const double mib = 1 << 20;
+  std::vector<AllreduceTiming> t{{1 << 20, 0.2e-9 * mib, 0, 0, 1}, {16 << 20, 0.6e-9 * 16 * mib, 0, 0, 1}};
+  const AlphaBeta fit = fit_ring_alpha_beta(t, 2);
+  BOOST_TEST(fit.alpha_s == 0.0);
+  BOOST_TEST(fit.beta_s_per_byte == (5 + 1 / 0.6) / (25 + 1 / 0.36) * 1e-9, boost::test_tools::tolerance(1e-9));
+}
+
 BOOST_AUTO_TEST_CASE(fit_refuses_bad_input) {
   BOOST_CHECK_THROW(fit_ring_alpha_beta({{1024, 1e-5, 0, 0, 1}}, 2), hpctrain::Error);
   BOOST_CHECK_THROW(fit_ring_alpha_beta({{1024, 1e-5, 0, 0, 1}, {1024, 2e-5, 0, 0, 1}}, 2), hpctrain::Error);

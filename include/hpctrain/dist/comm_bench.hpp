@@ -35,6 +35,8 @@ std::vector<AllreduceTiming> time_allreduce(Comm& comm, const std::vector<int64_
 // Pure: the ring's t = 2 (p - 1) α + 2 (p - 1) / p · n · β fitted to the medians by least squares on relative
 // errors (each point weighted 1 / t², so the small messages set α and the large ones β). For p = 1 the
 // ring has no steps; the fit is then t = α + n β (the local copy, reported as such). Needs 2+ distinct sizes.
+// α, β >= 0: where the free fit's intercept (slope) comes out negative, it is 0 and the slope (intercept) is
+// fitted alone (e.g. a cache cliff between the sizes makes the large ones slower per byte than a line allows).
 AlphaBeta fit_ring_alpha_beta(const std::vector<AllreduceTiming>& timings, int world_size);
 
 // Pure: the ring model's time for n bytes over p ranks (0 for p = 1).
