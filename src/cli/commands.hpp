@@ -25,5 +25,11 @@ int inspect_model(const std::string& dir, bool json);
 int eval_command(const Args& args, dist::Comm& comm);
 int predict_command(const Args& args, dist::Comm& comm);
 int train_command(const Args& args, dist::Comm& comm);
+// `hpctrain env`: software, hardware and one row per rank, printed by rank 0.
+int env_command(const Args& args, dist::Comm& comm);
+// `hpctrain bench comm`: allreduce timings by message size on this launch and the fitted ring α-β.
+int bench_comm_command(const Args& args, dist::Comm& comm);
+// `hpctrain bench predict`: the scaling model (train/scaling_model.hpp); single-process.
+int bench_predict_command(const Args& args);
 
 }  // namespace hpctrain::cli

@@ -1,15 +1,14 @@
 // BLAS kernel choice at start-up (blas_kernels.hpp).
 #include "hpctrain/core/blas_kernels.hpp"
 
-#include <dlfcn.h>
+#include "hpctrain/core/cpu_info.hpp"
+
 #include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace hpctrain::core {
 
@@ -65,25 +64,6 @@ BlasDecision decide_blas_kernels(const BlasInputs& in) {
 }
 
 namespace {
-
-std::set<std::string> cpu_flags() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    std::set<std::string> flags;
-    for (std::string word; words >> word;) flags.insert(word);
-    return flags;
-  }
-  return {};
-}
-
-std::string openblas_core() {
-  using CoreName = char* (*)();
-  auto* get = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
-  const char* name = get != nullptr ? get() : nullptr;
-  return name != nullptr ? name : "";
-}
 
 bool is_rank_zero() {
   for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {

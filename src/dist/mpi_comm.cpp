@@ -8,6 +8,7 @@
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -20,6 +21,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/dist/mpi_info.hpp"
 #include "stall_report.hpp"
 
 // Checks an MPI return code; the message records the expression, file, line and rank.
@@ -402,6 +404,21 @@ MpiRuntime::~MpiRuntime() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+MpiLibraryInfo mpi_library_info() {
+  MpiLibraryInfo info;
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  MPI_Get_library_version(text, &length);
+  info.library.assign(text, static_cast<std::size_t>(std::max(length, 0)));
+  info.library = info.library.substr(0, info.library.find('\n'));
+  MPI_Get_version(&info.standard_major, &info.standard_minor);
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  info.cuda_aware_compiled = true;
+#endif
+  info.cuda_aware_runtime = cuda_aware();
+  return info;
 }
 
 }  // namespace hpctrain::dist

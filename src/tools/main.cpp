@@ -26,6 +26,9 @@ commands:
   train         data-parallel training with checkpoints and resume                 (mpirun -np N ok)
   eval          loss, accuracy, macro-F1 and confusion matrix of a model on a split   (mpirun -np N ok)
   predict       per-example predictions of a model on a split, as JSONL              (mpirun -np N ok)
+  env           versions, build, CPU, MPI, HDF5, Slurm, and one row per rank           (mpirun -np N ok)
+  bench comm    allreduce latency and bandwidth by message size, fitted alpha-beta    (mpirun -np N)
+  bench predict step time and scaling efficiency on nodes x GPUs from one rank's step
   version       print the version
 )";
 
@@ -35,8 +38,10 @@ std::string join_command_line(int argc, char** argv) {
   return line;
 }
 
-bool is_distributed(const std::string& command) {
-  return command == "eval" || command == "predict" || command == "train";
+bool is_distributed(const std::vector<std::string>& words) {
+  const std::string& command = words[0];
+  if (command == "bench") return words.size() > 1 && words[1] == "comm";
+  return command == "eval" || command == "predict" || command == "train" || command == "env";
 }
 
 // Distributed commands run on every rank of the MPI job.
@@ -53,6 +58,8 @@ int run_distributed(int argc, char** argv, const std::vector<std::string>& words
   try {
     if (words[0] == "eval") return hpctrain::cli::eval_command(rest, comm);
     if (words[0] == "train") return hpctrain::cli::train_command(rest, comm);
+    if (words[0] == "env") return hpctrain::cli::env_command(rest, comm);
+    if (words[0] == "bench") return hpctrain::cli::bench_comm_command(hpctrain::cli::Args(rest.begin() + 1, rest.end()), comm);
     return hpctrain::cli::predict_command(rest, comm);
   } catch (const std::exception& e) {
     hpctrain::log::error("{}", e.what());
@@ -82,6 +89,11 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
   }
   if (command == "inspect") return inspect_command(rest);
   if (command == "estimate-memory") return estimate_memory_command(rest);
+  if (command == "bench") {  // bench comm is distributed (run_distributed)
+    const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());
+    if (!rest.empty() && rest[0] == "predict") return bench_predict_command(options);
+    hpctrain::fail("'hpctrain bench' needs a kind: comm or predict (got '{}')", rest.empty() ? "" : rest[0]);
+  }
   hpctrain::fail("unknown command '{}'\n{}", command, kUsage);
 }
 
@@ -91,7 +103,7 @@ int main(int argc, char** argv) {
   hpctrain::core::fix_blas_kernels(argv);  // Note [BLAS kernels]: may re-exec, so before MPI and LibTorch threads
   hpctrain::core::tune_host_allocator();  // Note [Host allocator]
   const std::vector<std::string> words(argv + 1, argv + argc);
-  if (!words.empty() && is_distributed(words[0])) return run_distributed(argc, argv, words);
+  if (!words.empty() && is_distributed(words)) return run_distributed(argc, argv, words);
   try {
     return dispatch(words, join_command_line(argc, argv));
   } catch (const std::exception& e) {

@@ -8,6 +8,7 @@
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/optimizer.hpp"
+#include "random_batch.hpp"
 
 namespace hpctrain::train {
 
@@ -20,18 +21,6 @@ ParameterShapes parameter_shapes(const io::HfConfig& config) {
 
 namespace {
 
-models::ModelInputs random_batch(const io::HfConfig& config, int64_t vocab_size, const MemoryEstimateOptions& o) {
-  models::ModelInputs inputs;
-  inputs.input_ids = at::randint(vocab_size, {o.batch_size, o.sequence_length}, at::kLong);
-  inputs.attention_mask = at::ones({o.batch_size, o.sequence_length}, at::kLong);
-  inputs.labels = at::randint(config.common.num_labels(), {o.batch_size}, at::kLong);
-  return inputs;
-}
-
-int64_t vocab_size(const io::HfConfig& config) {
-  return config.model_type() == "distilbert" ? config.distilbert().vocab_size : config.bert().vocab_size;
-}
-
 int64_t read_or_fail(std::optional<int64_t> bytes, const char* what) {
   HPCTRAIN_CHECK(bytes.has_value(), "--measure: cannot read {} from /proc/self/status", what);
   return *bytes;
@@ -42,13 +31,11 @@ int64_t read_or_fail(std::optional<int64_t> bytes, const char* what) {
 MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstimateOptions& options, int threads) {
   HPCTRAIN_CHECK(options.precision == "fp32", "--measure runs fp32 steps only (got --precision {})", options.precision);
   HPCTRAIN_CHECK(!options.gradient_checkpointing, "--measure runs without gradient checkpointing");
-  HPCTRAIN_CHECK(config.model_type() == "distilbert" || config.model_type() == "bert",
-                 "--measure: model_type '{}' takes no token ids (distilbert and bert do)", config.model_type());
   const std::unique_ptr<dist::Comm> comm = dist::make_single_process_comm();
   AcceleratorOptions accelerator_options;
   accelerator_options.threads = threads;
   Accelerator accelerator(*comm, accelerator_options);
-  const models::ModelInputs inputs = random_batch(config, vocab_size(config), options);
+  const models::ModelInputs inputs = random_token_batch(config, options);
   HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
   MeasuredStep measured;
   measured.baseline_bytes = read_or_fail(core::resident_bytes(), "VmRSS");

@@ -1,0 +1,14 @@
+// Private: random token-id batches for the single-rank measurements (estimate-memory --measure, bench predict).
+#pragma once
+
+#include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/models/model.hpp"
+#include "hpctrain/train/memory_estimate.hpp"
+
+namespace hpctrain::train {
+
+// options.batch_size x options.sequence_length random token ids (all attended) and random labels, for a
+// distilbert or bert config (an Error names any other model_type).
+models::ModelInputs random_token_batch(const io::HfConfig& config, const MemoryEstimateOptions& options);
+
+}  // namespace hpctrain::train

@@ -1,0 +1,85 @@
+// The scaling predictor (Note [Overlap model]) on hand-computed cases, the reducer's bucket sizes, and
+// build_info's parsing of LibTorch's configuration text.
+#include <boost/test/unit_test.hpp>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/train/build_info.hpp"
+#include "hpctrain/train/scaling_model.hpp"
+
+using namespace hpctrain::train;
+namespace tt = boost::test_tools;
+
+namespace {
+
+// forward 10 ms, backward 20 ms, optimizer 5 ms; buckets of 100 and 300 bytes; α 1 ms, β 10 µs per byte.
+// On 4 ranks the buckets cost 6 + 1.5 = 7.5 ms and 6 + 4.5 = 10.5 ms (ring: 2·3 α + 2·3/4 · n · β).
+ScalingInputs hand_case(bool overlap, double beta = 1e-5) {
+  ScalingInputs in;
+  in.step = {0.010, 0.020, 0.005};
+  in.bucket_bytes = {100, 300};
+  in.network = {1e-3, beta};
+  in.overlap = overlap;
+  return in;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(scaling_model)
+
+BOOST_AUTO_TEST_CASE(one_rank_has_no_communication) {
+  const StepPrediction p = predict_step(hand_case(true), 1);
+  BOOST_TEST(p.step_s == 0.035, tt::tolerance(1e-12));
+  BOOST_TEST(p.comm_s == 0.0);
+  BOOST_TEST(p.efficiency == 1.0, tt::tolerance(1e-12));
+}
+
+BOOST_AUTO_TEST_CASE(without_overlap_every_bucket_follows_backward) {
+  const StepPrediction p = predict_step(hand_case(false), 4);
+  BOOST_TEST(p.comm_s == 0.018, tt::tolerance(1e-9));
+  BOOST_TEST(p.step_s == 0.030 + 0.018 + 0.005, tt::tolerance(1e-9));
+  BOOST_TEST(p.exposed_comm_s == 0.018, tt::tolerance(1e-9));
+  BOOST_TEST(p.efficiency == 0.035 / 0.053, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(overlap_hides_the_buckets_ready_early) {
+  // Bucket 0 ready at 10 + 20 · 100/400 = 15 ms, ends 22.5; bucket 1 ready at 30 (end of backward), ends 40.5.
+  const StepPrediction p = predict_step(hand_case(true), 4);
+  BOOST_TEST(p.step_s == 0.0405 + 0.005, tt::tolerance(1e-9));
+  BOOST_TEST(p.exposed_comm_s == 0.0105, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(a_slow_first_bucket_delays_the_next) {
+  // β 100 µs/byte: bucket 0 costs 6 + 15 = 21 ms from 15 ms (ends 36), bucket 1 costs 6 + 45 = 51 ms from 36.
+  const StepPrediction p = predict_step(hand_case(true, 1e-4), 4);
+  BOOST_TEST(p.step_s == 0.087 + 0.005, tt::tolerance(1e-9));
+  BOOST_TEST(p.comm_s == 0.072, tt::tolerance(1e-9));
+}
+
+BOOST_AUTO_TEST_CASE(two_ranks_by_hand) {
+  // p = 2: 2 α + n β: 2 + 1 = 3 ms and 2 + 3 = 5 ms; bucket 0 from 15 to 18, bucket 1 from 30 to 35.
+  const StepPrediction p = predict_step(hand_case(true), 2);
+  BOOST_TEST(p.step_s == 0.040, tt::tolerance(1e-9));
+  BOOST_CHECK_THROW((void)predict_step(hand_case(true), 0), hpctrain::Error);
+}
+
+BOOST_AUTO_TEST_CASE(buckets_as_the_reducer_assigns_them) {
+  // Backward order c, b, a: c opens the first bucket; b (2 MiB) exceeds the 1 MiB cap, closes it and gets its own.
+  const ParameterShapes shapes{{"a", {8}}, {"b", {1 << 19}}, {"c", {2, 2}}};
+  BOOST_TEST(gradient_bucket_bytes(shapes) == (std::vector<int64_t>{16, 2 << 20, 32}), tt::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(build_settings_from_show_config) {
+  const std::string config =
+      "PyTorch built with:\n  - Build settings: XBLAS_INFO=x, BLAS_INFO=open, BUILD_TYPE=Release, "
+      "CUDA_VERSION=12.4, LAPACK_INFO=open, USE_CUDA=ON\n";
+  BOOST_TEST(build_setting(config, "BLAS_INFO") == "open");
+  BOOST_TEST(build_setting(config, "LAPACK_INFO") == "open");
+  BOOST_TEST(build_setting(config, "USE_CUDA") == "ON");
+  BOOST_TEST(build_setting(config, "MISSING") == "");
+  BOOST_TEST(cuda_version_text(12040) == "12.4");
+  BOOST_TEST(cuda_version_text(11080) == "11.8");
+  BOOST_TEST(cudnn_version_text(90100) == "9.1.0");
+  BOOST_TEST(cudnn_version_text(8902) == "8.9.2");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
