@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages hpctrain needs, only those missing (idempotent).
 # HPCTRAIN_SKIP_INSTALL=1 skips this step (clusters that provide modules instead).
-# Usage: scripts/install-deps.sh [build|test|run|fuzz]...   (default: build)
+# Usage: scripts/install-deps.sh [build|test|run|fuzz|slurm]...   (default: build)
 set -euo pipefail
 
 if [[ "${HPCTRAIN_SKIP_INSTALL:-0}" == "1" ]]; then
@@ -19,6 +19,9 @@ build_packages=(build-essential cmake ninja-build pkg-config git
 data_packages=(fortunes dataset-fashion-mnist python3)
 # Tests read files back with h5py to prove Python users can open them.
 test_packages=(python3-h5py)
+# The slurm tests' one-node cluster (scripts/slurm-local.sh; not the slurm-wlm metapackage, which pulls 34
+# packages) and the two-host test's network namespaces (iproute2).
+slurm_packages=(slurmctld slurmd slurm-client munge iproute2)
 # scripts/fuzz.sh: libFuzzer needs clang and its sanitizer runtimes (docs/fuzzing.md).
 fuzz_packages=(clang-14 libclang-rt-14-dev)
 
@@ -28,7 +31,8 @@ for group in "$@"; do
     build|run) ;;
     test) wanted+=("${test_packages[@]}") ;;
     fuzz) wanted+=("${fuzz_packages[@]}") ;;
-    *) echo "install-deps: unknown group '$group' (build, test, run, fuzz)" >&2; exit 2 ;;
+    slurm) wanted+=("${slurm_packages[@]}") ;;
+    *) echo "install-deps: unknown group '$group' (build, test, run, fuzz, slurm)" >&2; exit 2 ;;
   esac
 done
 
