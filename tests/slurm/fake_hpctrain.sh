@@ -5,6 +5,6 @@ log="$FAKE_LOG.${SLURM_PROCID:-0}"
 echo "start restart=${SLURM_RESTART_COUNT:-0} args=$*" >>"$log"
 trap 'echo "usr1" >>"$log"; exit 75' USR1
 for arg in "$@"; do [[ "$arg" == auto ]] && { echo "resumed" >>"$log"; exit 0; }; done
-for _ in $(seq 600); do sleep 0.1; done
+for _ in $(seq 200); do sleep 0.1; done
 echo "timeout" >>"$log"
 exit 1

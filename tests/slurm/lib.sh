@@ -7,6 +7,8 @@ source "$2/tests/mpi_train/lib.sh" "$@"
 eval "$("$REPO/scripts/slurm-local.sh" env)"   # SLURM_CONF for sbatch, srun, squeue
 export PATH="$(dirname "$HPCTRAIN"):$PATH" HPCTRAIN
 cd "$WORK"
+# A failed test leaves no job behind: the jobs it submitted are cancelled on exit.
+trap 'xargs -r scancel <"$WORK/jobs" 2>/dev/null; [[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
 
 # job_state ID: JobState of the job (scontrol keeps ended jobs for MinJobAge).
 job_state() { scontrol -o show job "$1" | sed -nE 's/.*JobState=([A-Z_]+).*/\1/p'; }
@@ -39,6 +41,7 @@ wait_job() {
 submit() {
   local id
   id=$(sbatch --parsable "$@") && [[ -n "$id" ]] || { bad "sbatch $*"; finish; exit 1; }
+  echo "$id" >>"$WORK/jobs"
   echo "$id"
 }
 
