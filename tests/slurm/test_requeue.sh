@@ -4,12 +4,12 @@
 # run (--shuffle global, dropout off). Note [Preemption and requeue] in jobs/lib.sh.
 source "$(dirname "$0")/lib.sh"
 make_fixture
-steps=(--shuffle global --max-steps 1500 --save-steps 100000 --eval-steps 100000 --batch-size 4)
+steps=(--shuffle global --max-steps 200 --save-steps 100000 --eval-steps 100000 --batch-size 4)
 run_ok "uninterrupted mpirun -np 2" "$WORK/whole.log" mpi 2 train $(train_args "$WORK/whole") "${steps[@]}"
 id=$(submit --ntasks-per-node=2 --cpus-per-task=1 --output="$WORK/job-%j.out" "$REPO/jobs/train-cpu.sbatch" \
   $(train_args_no_threads "$WORK/out") "${steps[@]}")
 log="$WORK/job-$id.out"
-for _ in $(seq 300); do grep -q "^step 20/" "$log" 2>/dev/null && break; sleep 0.05; done  # running, mid-run
+for _ in $(seq 300); do grep -q "^step 10/" "$log" 2>/dev/null && break; sleep 0.05; done  # running, mid-run
 scancel --signal=USR1 --batch "$id" && ok "USR1 sent to the batch shell of job $id" || bad "scancel --signal"
 final=$(wait_job "$id" 60)
 echo "job $id: $final"
@@ -17,7 +17,7 @@ cat "$log"
 [[ "$final" == *"JobState=COMPLETED"*"Restarts=1"*"ExitCode=0:0"* ]] && ok "requeued once, then completed" \
   || bad "job state: $final"
 stopped=$(sed -nE 's/.*resuming at step ([0-9]+).*/\1/p' "$log" | head -1)
-[[ -n "$stopped" && "$stopped" -gt 0 && "$stopped" -lt 1500 ]] && ok "resumed mid-run at step $stopped" \
+[[ -n "$stopped" && "$stopped" -gt 0 && "$stopped" -lt 200 ]] && ok "resumed mid-run at step $stopped" \
   || bad "no 'resuming at step N' in the requeued run"
 [[ -n "$stopped" && -d "$WORK/out/checkpoint-$stopped" ]] && ok "checkpoint-$stopped saved at the stop" \
   || { bad "no checkpoint of the stop step"; ls "$WORK/out"; }
