@@ -149,11 +149,26 @@ up() {
     stop_daemons   # a changed configuration needs a restart; only daemons this script started
   fi
   export SLURM_CONF=$CONF
+  ports_free
   start_munge
   since=$(date +%s)
   if ! alive slurmctld; then slurmctld -i -f "$CONF" 9>&-; record slurmctld "$DIR/run/slurmctld.pid"; fi
   if ! alive slurmd; then slurmd -N "$HOST" -f "$CONF" 9>&-; record slurmd "$DIR/run/slurmd.pid"; fi
   wait_registered "$since"
+}
+
+# ports_free: slurmctld's and slurmd's ports (6817, 6818) are not taken by daemons this script did not start
+# (a real Slurm on this machine): then skip rather than wait for a node that never registers.
+ports_free() {
+  local name port
+  for name in slurmctld:6817 slurmd:6818; do
+    port=${name#*:}
+    alive "${name%:*}" && continue
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      say "SKIP: port $port is in use (another ${name%:*} on this machine?); stop it to run the slurm tests"
+      exit $SKIP
+    fi
+  done
 }
 
 # wait_registered SINCE: up to 30 s for the node to be idle and registered.
