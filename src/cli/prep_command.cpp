@@ -7,6 +7,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
+#include "hpctrain/dist/comm.hpp"
 #include "hpctrain/io/output_check.hpp"
 #include "hpctrain/prep/image_prep.hpp"
 #include "hpctrain/prep/labels.hpp"
@@ -39,7 +40,7 @@ void print_report(const prep::TextPrepOptions& options, const prep::TextPrepRepo
 
 }  // namespace
 
-int prep_text_command(const Args& args, const std::string& command_line) {
+int prep_text_command(const Args& args, const std::string& command_line, dist::Comm& comm) {
   prep::TextPrepOptions options;
   std::string labels, compression = compression_name(options.compression), input, validation_input, test_input, tokenizer,
               output;
@@ -64,7 +65,8 @@ int prep_text_command(const Args& args, const std::string& command_line) {
       ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the split and of the one shuffle when writing")
       ("compression", po::value(&compression)->default_value(compression), "none | gzip")
       ("overwrite", po::bool_switch(&options.overwrite), "replace an existing output file")
-      ("threads", po::value(&options.threads)->default_value(0), "tokenizer threads (0: all cores)")
+      ("threads", po::value(&options.threads)->default_value(0), "tokenizer threads per rank (0: the node's cores / its ranks)")
+      ("memory-mb", po::value(&options.memory_mb)->default_value(options.memory_mb), "memory per rank for rows and tokens, MiB (beyond the program's own ~100 MiB)")
       ("no-progress", "no progress bar");
   po::options_description all;
   all.add(data_options).add(tokenizer_options).add(output_options);
@@ -82,7 +84,8 @@ int prep_text_command(const Args& args, const std::string& command_line) {
   std::vector<std::filesystem::path> inputs = io::files_in(options.tokenizer_dir);
   inputs.insert(inputs.end(), {options.input, options.validation_input, options.test_input});
   options.output = io::check_output_file(options.output, inputs, options.overwrite);
-  print_report(options, prep::prep_text(options));
+  const auto report = prep::prep_text(options, comm);
+  if (comm.rank() == 0) print_report(options, report);
   return 0;
 }
 

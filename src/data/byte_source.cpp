@@ -112,6 +112,15 @@ std::size_t ByteSource::read(char* dst, std::size_t capacity) {
   return total;
 }
 
+void ByteSource::seek(std::uint64_t offset) {
+  HPCTRAIN_CHECK(!gzip_, "cannot seek in gzip-compressed '{}': it is read from the start", path_.string());
+  if (std::fseek(file_, static_cast<long>(offset), SEEK_SET) != 0)
+    fail("cannot seek to byte {} of '{}': {}", offset, path_.string(), std::strerror(errno));
+  input_begin_ = input_end_ = 0;
+  file_eof_ = false;
+  bytes_consumed_ = offset;
+}
+
 std::size_t ByteSource::read_plain(char* dst, std::size_t capacity) {
   // First whatever the probe read ahead, then straight from the file into dst.
   std::size_t copied = std::min(capacity, input_end_ - input_begin_);

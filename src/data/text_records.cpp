@@ -72,6 +72,7 @@ struct TextRecordReader::Impl {
     if (at_eof) return;
     if (begin > 0) {
       std::memmove(buffer.data(), buffer.data() + begin, end - begin);
+      base += begin;
       end -= begin;
       begin = 0;
     }
@@ -86,6 +87,7 @@ struct TextRecordReader::Impl {
   template <typename Parse>
   Outcome scan(Parse&& parse) {
     for (;;) {
+      if (base + begin >= limit) return Outcome::end;
       if (begin == end) {
         if (at_eof) return Outcome::end;
         fill();
@@ -162,6 +164,18 @@ struct TextRecordReader::Impl {
     return true;
   }
 
+  // Note [Record ranges]: after the header, jump to the range's first record.
+  void enter_range() {
+    const std::uint64_t position = base + begin;
+    limit = std::max(options.range_end, position);
+    if (options.range_begin <= position) return;
+    source.seek(options.range_begin);
+    base = options.range_begin;
+    begin = end = 0;
+    at_eof = false;
+    line = options.first_line;
+  }
+
   const std::filesystem::path& path() const { return source.path(); }
 
   TextFormat format;
@@ -171,6 +185,8 @@ struct TextRecordReader::Impl {
   std::vector<char> buffer;
   std::size_t begin = 0;  // unread bytes are buffer[begin, end)
   std::size_t end = 0;
+  std::uint64_t base = 0;              // content offset of buffer[0]
+  std::uint64_t limit = UINT64_MAX;    // records starting at or after this offset are not read
   bool at_eof = false;    // the source has nothing more after buffer[end]
   std::int64_t line = 1;  // 1-based line of buffer[begin]
   std::int64_t row = 0;   // data records returned so far
@@ -196,6 +212,7 @@ TextRecordReader::TextRecordReader(const std::filesystem::path& path, TextFormat
     impl_->csv.emplace(format == TextFormat::tsv ? '\t' : ',');
     impl_->read_header();
   }
+  impl_->enter_range();
 }
 
 TextRecordReader::~TextRecordReader() = default;
@@ -209,5 +226,64 @@ const std::filesystem::path& TextRecordReader::path() const { return impl_->path
 TextFormat TextRecordReader::format() const { return impl_->format; }
 const std::vector<std::string>& TextRecordReader::field_names() const { return impl_->field_names; }
 const std::vector<std::string>& TextRecordReader::columns() const { return impl_->columns; }
+
+namespace {
+
+// Calls visit(block, size, file offset of block) for [begin, end) of a plain file, in 1 MiB blocks, until it
+// returns false.
+template <typename Visit>
+void for_blocks(const std::filesystem::path& path, std::uint64_t begin, std::uint64_t end, Visit&& visit) {
+  ByteSource source(path);
+  source.seek(begin);
+  std::vector<char> block(std::size_t{1} << 20);
+  for (std::uint64_t at = begin; at < end;) {
+    const std::size_t got = source.read(block.data(), static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), end - at)));
+    if (got == 0 || !visit(block.data(), got, at)) return;
+    at += got;
+  }
+}
+
+}  // namespace
+
+bool is_gzip_file(const std::filesystem::path& path) { return ByteSource(path, 16).is_gzip(); }
+
+ByteCounts count_quotes_and_newlines(const std::filesystem::path& path, std::uint64_t begin, std::uint64_t end) {
+  ByteCounts counts;
+  for_blocks(path, begin, end, [&](const char* block, std::size_t size, std::uint64_t) {
+    counts.quotes += std::count(block, block + size, '"');
+    counts.newlines += std::count(block, block + size, '\n');
+    return true;
+  });
+  return counts;
+}
+
+namespace {
+// A record starts at `offset` when the byte before it is a '\n' outside quotes.
+bool starts_record(const std::filesystem::path& path, std::uint64_t offset, bool quoted) {
+  bool newline = false;
+  for_blocks(path, offset - 1, offset, [&](const char* block, std::size_t, std::uint64_t) { return newline = *block == '\n', false; });
+  return newline && !quoted;
+}
+}  // namespace
+
+RecordBoundary find_record_boundary(const std::filesystem::path& path, std::uint64_t offset, bool quoted) {
+  RecordBoundary boundary{std::filesystem::file_size(path), 0};
+  if (offset == 0) return {0, 0};
+  if (offset >= boundary.offset) return boundary;
+  if (starts_record(path, offset, quoted)) return {offset, 0};
+  for_blocks(path, offset, boundary.offset, [&](const char* block, std::size_t size, std::uint64_t at) {
+    for (std::size_t i = 0; i < size; ++i) {
+      if (block[i] == '"') quoted = !quoted;
+      if (block[i] != '\n') continue;
+      ++boundary.newlines;
+      if (!quoted) {
+        boundary.offset = at + i + 1;
+        return false;
+      }
+    }
+    return true;
+  });
+  return boundary;
+}
 
 }  // namespace hpctrain::data

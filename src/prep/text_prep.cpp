@@ -1,197 +1,237 @@
+// `prep text` at corpus scale: two passes over each input (labels, then tokens) by every rank over its own
+// byte range, an external shuffle through bucket files, and rank 0 writing the one HDF5 file.
+//
+// Note [Prep at corpus scale]
+// Pass 1: every rank reads its part of each input (Note [Record ranges]), checks every row and keeps only a
+// label id per row. The ranks agree on the first bad row (the lowest rank's is the earliest in the file), the
+// label set and every row's label; then every rank computes the same SplitPlan (split and position of each
+// row, Note [Same order as the in-memory prep]). Pass 2: every rank reads its part again, tokenizes it in
+// blocks on all its threads and appends each example to the bucket file of its position (Note [Bucket
+// files]). Then rank 0 reads the buckets in order and writes them. Memory: the plan (13 bytes per row), one
+// block of rows and one bucket of examples, sized from --memory-mb; the output does not depend on the ranks,
+// threads or --memory-mb.
+//
+// Note [Same order as the in-memory prep]
+// Up to 0.x prep read every row into memory, split each label's rows with shuffle(derive_seed(seed, 1, label))
+// and shuffled each split with shuffle(derive_seed(seed, 2, s)). The plan replays the same permutations on
+// row ordinals (a Fisher–Yates shuffle depends only on the count and the seed), so files prepared before
+// and after are identical and their dataset identity does not change.
 #include "hpctrain/prep/text_prep.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
-#include <fmt/ranges.h>
-#include <atomic>
-#include <mutex>
 #include <chrono>
-#include <cmath>
-#include <optional>
-#include <set>
 #include <thread>
-#include <unordered_map>
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
-#include "hpctrain/core/random.hpp"
-#include "hpctrain/data/text_records.hpp"
+#include "hpctrain/dist/collective.hpp"
 #include "hpctrain/prep/labels.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
-#include "hpctrain/tokenize/utf8.hpp"
+#include "text_prep_parts.hpp"
 
 namespace hpctrain::prep {
 namespace {
+using namespace detail;
 
-// One valid input row, before tokenization.
-struct RawExample {
-  std::string text;
-  std::string pair;
-  std::string label;
-  int64_t source_index = 0;
-  bool replaced_invalid_utf8 = false;  // JSONL: the reader already replaced invalid UTF-8 by U+FFFD
-};
-
-struct RawSplit {
-  std::string name;
-  std::vector<RawExample> rows;
-};
-
-bool is_blank(const std::string& text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+// run_collectively with several ranks; alone, the error passes unchanged (the messages users know).
+template <typename Work>
+void on_every_rank(dist::Comm& comm, const std::string& what, Work&& work) {
+  if (comm.world_size() == 1) return work();
+  dist::run_collectively(comm, what, std::forward<Work>(work));
 }
 
-// Reads and checks every row of one input file. A bad row throws (naming file, line, reason) or,
-// with skip_invalid, is counted in `skipped` by reason.
-class RowReader {
- public:
-  RowReader(const TextPrepOptions& options, TextPrepReport& report)
-      : options_(options), report_(report), forced_(options.labels.begin(), options.labels.end()) {}
-
-  std::vector<RawExample> read(const std::filesystem::path& path) {
-    std::vector<std::string> fields = {options_.text_field, options_.label_field};
-    if (!options_.text_pair_field.empty()) fields.push_back(options_.text_pair_field);
-    data::TextRecordReader reader(path, data::text_format_from_path(path), fields);
-    ProgressBar bar(fmt::format("reading {}", path.filename().string()), 0, "rows", options_.progress);
-    std::vector<RawExample> rows;
-    data::TextRecord record;
-    while (reader.next(record)) {
-      if (auto example = check(path, record)) rows.push_back(std::move(*example));
-      if ((record.row & 1023) == 0) bar.update(record.row + 1, reader.bytes_consumed(), reader.file_size());
-    }
-    bar.update(static_cast<int64_t>(rows.size()), reader.bytes_consumed(), reader.file_size());
-    bar.finish();
-    report_.input_bytes += static_cast<int64_t>(reader.file_size());
-    return rows;
-  }
-
- private:
-  std::optional<RawExample> check(const std::filesystem::path& path, data::TextRecord& record) {
-    if (!record.error.empty()) return reject(path, record, "malformed row", record.error);
-    const std::string* field_names[3] = {&options_.text_field, &options_.label_field, &options_.text_pair_field};
-    for (std::size_t i = 0; i < record.fields.size(); ++i) {
-      if (!record.fields[i]) return reject(path, record, "missing field", fmt::format("missing field '{}'", *field_names[i]));
-    }
-    RawExample example;
-    example.text = std::move(*record.fields[0]);
-    example.label = std::move(*record.fields[1]);
-    if (record.fields.size() > 2) example.pair = std::move(*record.fields[2]);
-    example.source_index = record.row;
-    example.replaced_invalid_utf8 = record.replaced_invalid_utf8;
-    if (is_blank(example.text)) return reject(path, record, "empty text", fmt::format("empty text in field '{}'", options_.text_field));
-    if (record.fields.size() > 2 && is_blank(example.pair))
-      return reject(path, record, "empty text", fmt::format("empty text in field '{}'", options_.text_pair_field));
-    if (example.label.empty()) return reject(path, record, "missing field", fmt::format("empty label in field '{}'", options_.label_field));
-    if (!forced_.empty() && forced_.count(example.label) == 0)
-      return reject(path, record, "label not in --labels",
-                    fmt::format("label '{}' is not in --labels ({})", example.label, fmt::join(options_.labels, ",")));
-    return example;
-  }
-
-  std::nullopt_t reject(const std::filesystem::path& path, const data::TextRecord& record, const std::string& reason,
-                        const std::string& detail) {
-    if (!options_.skip_invalid)
-      fail("{}: line {} (row {}): {}\n  hint: fix the row, or pass --skip-invalid to skip bad rows and count them by reason",
-           path.string(), record.line, record.row, detail);
-    ++report_.skipped[reason];
-    return std::nullopt;
-  }
-
-  const TextPrepOptions& options_;
-  TextPrepReport& report_;
-  const std::set<std::string> forced_;
+struct Input {
+  std::filesystem::path path;
+  std::string split;
+  data::TextReaderOptions range;
+  int64_t first_row = 0;  // rows of the ranks before this one
+  int64_t rows = 0;       // of every rank
+  std::vector<int32_t> local_labels;  // pass 1: ids into label_names, -1 for a rejected row
+  std::vector<std::string> label_names;
 };
 
-// Stratified split: for each label, a seeded shuffle of its rows; the first round(fraction × count) go to validation.
-// Rows keep their input order within each split (the write shuffle comes later).
-std::pair<std::vector<RawExample>, std::vector<RawExample>> stratified_split(std::vector<RawExample> rows,
-                                                                            const LabelMap& labels, double fraction,
-                                                                            uint64_t seed) {
-  std::vector<std::vector<std::size_t>> by_label(labels.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) by_label[labels.id(rows[i].label)].push_back(i);
-  std::vector<char> to_validation(rows.size(), 0);
-  for (std::size_t label = 0; label < by_label.size(); ++label) {
-    auto& members = by_label[label];
-    shuffle(members, derive_seed(seed, 1, label));
-    const auto count = static_cast<std::size_t>(std::llround(fraction * static_cast<double>(members.size())));
-    for (std::size_t k = 0; k < count; ++k) to_validation[members[k]] = 1;
-  }
-  std::vector<RawExample> train, validation;
-  for (std::size_t i = 0; i < rows.size(); ++i) (to_validation[i] ? validation : train).push_back(std::move(rows[i]));
-  return {std::move(train), std::move(validation)};
+data::TextRecordReader open_range(const Input& input, const RowChecker& checker) {
+  return data::TextRecordReader(input.path, data::text_format_from_path(input.path), checker.field_names(), input.range);
 }
 
-// Tokenizes a split on `threads` threads in chunks; the result keeps the rows' order.
-data::TextExamples tokenize_split(const RawSplit& split, const tokenize::BertTokenizer& tokenizer, const LabelMap& labels,
-                                  int max_length, bool pairs, int threads, bool progress, TextPrepReport& report) {
-  constexpr std::size_t kChunk = 512;
-  const std::size_t n = split.rows.size();
-  const std::size_t chunks = (n + kChunk - 1) / kChunk;
-  struct Piece {
-    std::vector<int32_t> ids;
-    std::vector<uint8_t> types;
-    std::vector<int64_t> lengths;
-    int64_t invalid_utf8 = 0, truncated = 0;
-  };
-  std::vector<Piece> pieces(chunks);
-  std::atomic<std::size_t> next_chunk{0}, rows_done{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&] {
-    tokenize::Encoding encoding;
-    try {
-      for (std::size_t c; (c = next_chunk.fetch_add(1)) < chunks;) {
-        Piece& piece = pieces[c];
-        for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-          const RawExample& row = split.rows[i];
-          // The tokenizer reads invalid UTF-8 as U+FFFD (then drops it); here we only count such rows.
-          const bool valid = tokenize::utf8::is_valid(row.text) && (!pairs || tokenize::utf8::is_valid(row.pair));
-          piece.invalid_utf8 += valid && !row.replaced_invalid_utf8 ? 0 : 1;
-          tokenizer.encode_into(row.text, pairs ? std::optional<std::string_view>(row.pair) : std::nullopt, max_length,
-                                encoding);
-          piece.truncated += encoding.truncated ? 1 : 0;
-          piece.ids.insert(piece.ids.end(), encoding.input_ids.begin(), encoding.input_ids.end());
-          if (pairs) piece.types.insert(piece.types.end(), encoding.token_type_ids.begin(), encoding.token_type_ids.end());
-          piece.lengths.push_back(static_cast<int64_t>(encoding.input_ids.size()));
-        }
-        rows_done += std::min(n, (c + 1) * kChunk) - c * kChunk;
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      next_chunk = chunks;
+// Pass 1 over this rank's range: a label id per row, up to the first bad row.
+std::optional<BadRow> scan_labels(Input& input, const RowChecker& checker, TextPrepReport& report, bool progress) {
+  auto reader = open_range(input, checker);
+  ProgressBar bar(fmt::format("reading {}", input.path.filename().string()), 0, "rows", progress);
+  std::unordered_map<std::string, int32_t> ids;
+  std::optional<BadRow> bad;
+  data::TextRecord record;
+  while (!bad && reader.next(record)) {
+    auto example = checker.check(record, report.skipped, bad);
+    int32_t id = -1;
+    if (example) {
+      id = ids.emplace(example->label, static_cast<int32_t>(ids.size())).first->second;
+      if (id == static_cast<int32_t>(input.label_names.size())) input.label_names.push_back(example->label);
     }
-  };
-  ProgressBar bar(fmt::format("tokenizing {}", split.name), static_cast<int64_t>(n), "rows", progress);
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& thread : pool) thread.join();
-  if (error) std::rethrow_exception(error);
-  bar.update(static_cast<int64_t>(rows_done.load()));
+    input.local_labels.push_back(id);
+    if ((record.row & 1023) == 0) bar.update(record.row + 1, reader.bytes_consumed(), reader.file_size());
+  }
   bar.finish();
-
-  data::TextExamples out;
-  out.offsets.assign(1, 0);
-  for (auto& piece : pieces) {
-    out.input_ids.insert(out.input_ids.end(), piece.ids.begin(), piece.ids.end());
-    out.token_type_ids.insert(out.token_type_ids.end(), piece.types.begin(), piece.types.end());
-    for (int64_t length : piece.lengths) out.offsets.push_back(out.offsets.back() + length);
-    report.rows_with_invalid_utf8 += piece.invalid_utf8;
-    report.truncated += piece.truncated;
-  }
-  for (const RawExample& row : split.rows) {
-    out.labels.push_back(labels.id(row.label));
-    out.source_index.push_back(row.source_index);
-  }
-  return out;
+  report.input_bytes += static_cast<int64_t>(reader.file_size());
+  return bad;
 }
 
-SplitSummary summarize(const std::string& name, const data::TextExamples& examples, std::size_t num_labels) {
-  SplitSummary summary{name, static_cast<int64_t>(examples.labels.size()), static_cast<int64_t>(examples.input_ids.size()),
-                       std::vector<int64_t>(num_labels, 0)};
-  for (int64_t label : examples.labels) ++summary.label_counts[static_cast<std::size_t>(label)];
-  return summary;
+// Pass 1 on every rank, then agreement on the first bad row (named with its row in the whole file).
+void read_labels(Input& input, const RowChecker& checker, TextPrepReport& report, dist::Comm& comm, bool progress) {
+  std::optional<BadRow> bad;
+  on_every_rank(comm, fmt::format("prep text: reading '{}'", input.path.string()), [&] {
+    input.range = input_range(input.path, comm);
+    bad = scan_labels(input, checker, report, progress);
+  });
+  const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_labels.size()));
+  for (int r = 0; r < comm.world_size(); ++r) (r < comm.rank() ? input.first_row : input.rows) += rows[r];
+  input.rows += input.first_row;
+  on_every_rank(comm, fmt::format("prep text: checking the rows of '{}'", input.path.string()), [&] {
+    if (bad) {
+      bad->row += input.first_row;
+      fail("{}", bad_row_message(input.path, *bad));
+    }
+  });
+}
+
+// The label set: --labels, or the sorted unique labels of every rank's rows.
+LabelMap agree_labels(const std::vector<Input>& inputs, const TextPrepOptions& options, dist::Comm& comm) {
+  if (!options.labels.empty()) return LabelMap(options.labels);
+  std::vector<std::string> seen;
+  for (int r = 0; r < comm.world_size(); ++r) {
+    std::string packed;
+    if (r == comm.rank())
+      for (const auto& input : inputs)
+        for (const auto& name : input.label_names) packed += fmt::format("{}:{}", name.size(), name);
+    comm.broadcast_string(packed, r);
+    for (std::size_t at = 0; at < packed.size();) {
+      const std::size_t colon = packed.find(':', at);
+      const std::size_t size = std::stoull(packed.substr(at, colon - at));
+      seen.push_back(packed.substr(colon + 1, size));
+      at = colon + 1 + size;
+    }
+  }
+  return LabelMap::from_values(seen);
+}
+
+// Every row's label id in the whole file, on every rank (each rank's part broadcast by it).
+std::vector<int32_t> gather_labels(const Input& input, const LabelMap& labels, dist::Comm& comm) {
+  std::vector<int32_t> all(static_cast<std::size_t>(input.rows));
+  for (std::size_t i = 0; i < input.local_labels.size(); ++i) {
+    const int32_t local = input.local_labels[i];
+    all[static_cast<std::size_t>(input.first_row) + i] = local < 0 ? -1 : static_cast<int32_t>(labels.id(input.label_names[local]));
+  }
+  const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_labels.size()));
+  int64_t first = 0;
+  for (int r = 0; r < comm.world_size(); ++r) {
+    comm.broadcast(all.data() + first, static_cast<std::size_t>(rows[r]) * sizeof(int32_t), r);
+    first += rows[r];
+  }
+  return all;
+}
+
+// Sizes from --memory-mb: the plan, then a block of raw rows (pass 2) and a bucket of examples (rank 0).
+struct Budget {
+  std::size_t block_bytes = 0;
+  std::size_t buffer_bytes = 0;
+  int64_t rows_per_bucket = 0;
+};
+
+Budget plan_budget(const TextPrepOptions& options, int64_t rows, int max_length, std::size_t buckets_hint) {
+  const int64_t total = static_cast<int64_t>(options.memory_mb) << 20;
+  const int64_t plan_bytes = rows * 13;
+  const int64_t data = total - plan_bytes;
+  HPCTRAIN_CHECK(data >= (int64_t{1} << 20),
+                 "--memory-mb {} is too small for {} rows: the split plan alone needs {} MiB (13 bytes per row), and at "
+                 "least 1 MiB more is needed for the rows and tokens",
+                 options.memory_mb, rows, (plan_bytes >> 20) + 1);
+  Budget budget;
+  budget.block_bytes = static_cast<std::size_t>(data / 16);  // raw text; its strings and tokens take about 4x
+  const int64_t worst_example = static_cast<int64_t>(max_length) * (options.text_pair_field.empty() ? 4 : 5) + 64;
+  budget.rows_per_bucket = std::max<int64_t>(1, data / 2 / (2 * worst_example));  // the file's bytes + the examples
+  budget.buffer_bytes = std::max<std::size_t>(4096, static_cast<std::size_t>(data / 8) / std::max<std::size_t>(1, buckets_hint));
+  return budget;
+}
+
+std::size_t count_buckets(const SplitPlan& plan, int64_t rows_per_bucket) {
+  std::size_t buckets = 0;
+  for (int64_t size : plan.sizes) buckets += static_cast<std::size_t>((size + rows_per_bucket - 1) / rows_per_bucket);
+  return buckets;
+}
+
+struct Tokenizing {
+  const tokenize::BertTokenizer& tokenizer;
+  int max_length;
+  bool pairs;
+  int threads;
+  std::size_t block_bytes;
+};
+
+// Tokenizes a block of rows and routes each example to its bucket.
+void route_block(std::vector<RawExample>& block, std::vector<std::pair<uint8_t, uint32_t>>& places,
+                 const LabelMap& labels, const Tokenizing& how, BucketWriter& buckets, TokenizeCounts& counts) {
+  std::vector<int64_t> ids;
+  for (const auto& row : block) ids.push_back(labels.id(row.label));
+  const auto examples = tokenize_rows(block, ids, how.tokenizer, how.max_length, how.pairs, how.threads, counts);
+  for (std::size_t i = 0; i < block.size(); ++i) buckets.add(places[i].first, places[i].second, examples, static_cast<int64_t>(i));
+  block.clear();
+  places.clear();
+}
+
+// Pass 2 over this rank's range: rows in blocks of about block_bytes, tokenized, into the buckets.
+void tokenize_input(const Input& input, const FileRows& rows, const RowChecker& checker, const LabelMap& labels,
+                    const Tokenizing& how, BucketWriter& buckets, TokenizeCounts& counts, bool progress) {
+  auto reader = open_range(input, checker);
+  ProgressBar bar(fmt::format("tokenizing {}", input.path.filename().string()), 0, "rows", progress);
+  std::vector<RawExample> block;
+  std::vector<std::pair<uint8_t, uint32_t>> places;
+  std::size_t block_bytes = 0;
+  std::map<std::string, int64_t> ignored;
+  std::optional<BadRow> bad;
+  data::TextRecord record;
+  while (reader.next(record)) {
+    const auto row = static_cast<std::size_t>(input.first_row + record.row);
+    if (rows.split[row] == kSkipped) continue;
+    auto example = checker.check(record, ignored, bad);
+    HPCTRAIN_CHECK(example.has_value(), "internal error: {} row {} was valid in the first pass", input.path.string(), row);
+    example->source_index = static_cast<int64_t>(row);
+    block_bytes += example->text.size() + example->pair.size() + example->label.size() + 64;
+    block.push_back(std::move(*example));
+    places.emplace_back(rows.split[row], rows.position[row]);
+    if (block_bytes < how.block_bytes) continue;
+    route_block(block, places, labels, how, buckets, counts);
+    block_bytes = 0;
+    bar.update(record.row + 1, reader.bytes_consumed(), reader.file_size());
+  }
+  route_block(block, places, labels, how, buckets, counts);
+  bar.finish();
+}
+
+// Rank 0: every split, bucket after bucket, into the HDF5 file.
+void write_file(const TextPrepOptions& options, const data::FileAttributes& attributes, const SplitPlan& plan,
+                const std::filesystem::path& stem, int ranks, int64_t rows_per_bucket, TextPrepReport& report) {
+  data::WriterOptions writer_options;
+  writer_options.compression = options.compression;
+  data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
+  const bool pairs = !options.text_pair_field.empty();
+  for (std::size_t s = 0; s < plan.names.size(); ++s) {
+    ProgressBar bar(fmt::format("writing {}", plan.names[s]), plan.sizes[s], "rows", options.progress);
+    writer.begin_text_split(plan.names[s], pairs);
+    SplitSummary summary{plan.names[s], plan.sizes[s], 0, plan.label_counts[s]};
+    for (int64_t b = 0; b * rows_per_bucket < plan.sizes[s]; ++b) {
+      const int64_t count = std::min(rows_per_bucket, plan.sizes[s] - b * rows_per_bucket);
+      const auto examples = read_bucket(stem, ranks, s, b, rows_per_bucket, count, pairs);
+      writer.append_text(examples);
+      summary.tokens += examples.num_tokens();
+      bar.update(b * rows_per_bucket + count);
+    }
+    writer.end_split();
+    bar.finish();
+    report.splits.push_back(summary);
+  }
+  writer.commit();
 }
 
 void check_options(const TextPrepOptions& options) {
@@ -204,63 +244,117 @@ void check_options(const TextPrepOptions& options) {
                  "--validation-input and --validation-fraction exclude each other");
   HPCTRAIN_CHECK(options.max_length == 0 || options.max_length >= (options.text_pair_field.empty() ? 2 : 3),
                  "--max-length {} leaves no room for the special tokens", options.max_length);
+  HPCTRAIN_CHECK(options.memory_mb >= 1, "--memory-mb must be at least 1, got {}", options.memory_mb);
   for (const auto& path : {options.input, options.validation_input, options.test_input}) {
     if (!path.empty()) HPCTRAIN_CHECK(std::filesystem::is_regular_file(path), "input file '{}' does not exist", path.string());
   }
 }
 
-}  // namespace
+std::vector<Input> inputs_of(const TextPrepOptions& options) {
+  std::vector<Input> inputs;
+  auto add = [&](const std::filesystem::path& path, const char* split) {
+    if (path.empty()) return;
+    inputs.emplace_back();
+    inputs.back().path = path;
+    inputs.back().split = split;
+  };
+  add(options.input, "train");
+  add(options.validation_input, "validation");
+  add(options.test_input, "test");
+  return inputs;
+}
 
-TextPrepReport prep_text(const TextPrepOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  check_options(options);
-  TextPrepReport report;
-  const auto tokenizer = tokenize::BertTokenizer::from_pretrained(options.tokenizer_dir);
-  report.max_length = options.max_length > 0 ? options.max_length
-                                             : static_cast<int>(std::min<int64_t>(tokenizer.config().model_max_length, 512));
-
-  // Read and check every input before any output exists.
-  RowReader reader(options, report);
-  std::vector<RawSplit> splits;
-  splits.push_back({"train", reader.read(options.input)});
-  if (!options.validation_input.empty()) splits.push_back({"validation", reader.read(options.validation_input)});
-  if (!options.test_input.empty()) splits.push_back({"test", reader.read(options.test_input)});
-  std::vector<std::string> seen;
-  for (const auto& split : splits)
-    for (const auto& row : split.rows) seen.push_back(row.label);
-  const LabelMap labels = options.labels.empty() ? LabelMap::from_values(seen) : LabelMap(options.labels);
-  if (options.validation_fraction > 0.0) {
-    auto [train, validation] = stratified_split(std::move(splits[0].rows), labels, options.validation_fraction, options.seed);
-    splits[0].rows = std::move(train);
-    splits.insert(splits.begin() + 1, RawSplit{"validation", std::move(validation)});
-  }
-  int64_t skipped = 0;
-  for (const auto& [reason, count] : report.skipped) skipped += count;
-  for (const auto& split : splits)
-    HPCTRAIN_CHECK(!split.rows.empty(), "split '{}' has no examples ({} input rows were skipped as invalid)", split.name, skipped);
-
-  // Shuffle once (seeded) so that contiguous shards are i.i.d.
-  for (std::size_t s = 0; s < splits.size(); ++s) shuffle(splits[s].rows, derive_seed(options.seed, 2, s));
-
+data::FileAttributes attributes_of(const TextPrepOptions& options, const LabelMap& labels,
+                                   const tokenize::BertTokenizer& tokenizer, int max_length) {
   data::FileAttributes attributes;
   attributes.task = data::Task::text_classification;
   attributes.label_names = labels.names();
   attributes.source = options.input.filename().string();
   attributes.created_by = options.created_by;
   attributes.tokenizer = tokenizer.describe();
-  attributes.tokenizer["max_length"] = report.max_length;
-  data::WriterOptions writer_options;
-  writer_options.compression = options.compression;
-  data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
+  attributes.tokenizer["max_length"] = max_length;
+  return attributes;
+}
 
-  const int threads = options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const bool pairs = !options.text_pair_field.empty();
-  for (const auto& split : splits) {
-    const auto examples = tokenize_split(split, tokenizer, labels, report.max_length, pairs, threads, options.progress, report);
-    writer.write_text_split(split.name, examples, pairs);
-    report.splits.push_back(summarize(split.name, examples, labels.size()));
+int threads_per_rank(const TextPrepOptions& options, dist::Comm& comm) {
+  if (options.threads > 0) return options.threads;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, comm.local_size()));
+}
+
+// The counters every rank has for its own rows, summed (all ranks take part).
+void sum_over_ranks(TextPrepReport& report, TokenizeCounts& counts, dist::Comm& comm) {
+  static const char* const kReasons[] = {"malformed row", "missing field", "empty text", "label not in --labels"};
+  std::vector<int64_t> values = {counts.invalid_utf8, counts.truncated};
+  for (const char* reason : kReasons) values.push_back(report.skipped.count(reason) ? report.skipped.at(reason) : 0);
+  comm.allreduce(values.data(), values.size());
+  report.rows_with_invalid_utf8 = values[0];
+  report.truncated = values[1];
+  report.skipped.clear();
+  for (std::size_t i = 0; i < std::size(kReasons); ++i)
+    if (values[2 + i] > 0) report.skipped[kReasons[i]] = values[2 + i];
+}
+
+}  // namespace
+
+TextPrepReport prep_text(const TextPrepOptions& options) { return prep_text(options, *dist::make_single_process_comm()); }
+
+TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool main_rank = comm.rank() == 0, progress = options.progress && main_rank;
+  std::optional<tokenize::BertTokenizer> tokenizer;
+  TextPrepReport report;
+  on_every_rank(comm, "prep text: options and tokenizer", [&] {
+    check_options(options);
+    tokenizer.emplace(tokenize::BertTokenizer::from_pretrained(options.tokenizer_dir));
+  });
+  report.max_length = options.max_length > 0 ? options.max_length
+                                             : static_cast<int>(std::min<int64_t>(tokenizer->config().model_max_length, 512));
+  // Pass 1: check every row of every input before any output exists.
+  const RowChecker checker(options);
+  std::vector<Input> inputs = inputs_of(options);
+  for (auto& input : inputs) read_labels(input, checker, report, comm, progress);
+  const LabelMap labels = agree_labels(inputs, options, comm);
+  std::vector<std::vector<int32_t>> row_labels;
+  std::vector<std::string> file_splits;
+  int64_t total_rows = 0;
+  for (auto& input : inputs) {
+    row_labels.push_back(gather_labels(input, labels, comm));
+    file_splits.push_back(input.split);
+    total_rows += input.rows;
+    std::vector<int32_t>().swap(input.local_labels);
   }
-  writer.commit();
+  SplitPlan plan;
+  Budget budget;
+  int64_t skipped = 0;
+  for (const auto& [reason, count] : report.skipped) skipped += count;
+  skipped = comm.allreduce_value(skipped);
+  on_every_rank(comm, "prep text: planning the splits", [&] {
+    plan = plan_splits(std::move(row_labels), file_splits, labels.size(), options.validation_fraction, options.seed);
+    for (std::size_t s = 0; s < plan.names.size(); ++s)
+      HPCTRAIN_CHECK(plan.sizes[s] > 0, "split '{}' has no examples ({} input rows were skipped as invalid)", plan.names[s],
+                     skipped);
+    budget = plan_budget(options, total_rows, report.max_length, 1);
+    budget = plan_budget(options, total_rows, report.max_length, count_buckets(plan, budget.rows_per_bucket));
+  });
+  int64_t tag = static_cast<int64_t>(::getpid());
+  comm.broadcast(&tag, sizeof tag, 0);
+  const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
+  // Pass 2: tokenize into the buckets; then rank 0 writes the file.
+  BucketWriter buckets(stem, comm.rank(), plan.sizes, budget.rows_per_bucket, budget.buffer_bytes);
+  TokenizeCounts counts;
+  const Tokenizing how{*tokenizer, report.max_length, !options.text_pair_field.empty(), threads_per_rank(options, comm),
+                       budget.block_bytes};
+  on_every_rank(comm, "prep text: tokenizing", [&] {
+    for (std::size_t f = 0; f < inputs.size(); ++f) tokenize_input(inputs[f], plan.files[f], checker, labels, how, buckets, counts, progress);
+    buckets.flush();
+  });
+  sum_over_ranks(report, counts, comm);
+  on_every_rank(comm, fmt::format("prep text: writing '{}'", options.output.string()), [&] {
+    if (main_rank)
+      write_file(options, attributes_of(options, labels, *tokenizer, report.max_length), plan, stem, comm.world_size(),
+                 budget.rows_per_bucket, report);
+  });
   report.label_names = labels.names();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -41,6 +41,7 @@ std::string join_command_line(int argc, char** argv) {
 bool is_distributed(const std::vector<std::string>& words) {
   const std::string& command = words[0];
   if (command == "bench") return words.size() > 1 && words[1] == "comm";
+  if (command == "prep") return words.size() > 1 && words[1] == "text";  // Note [Prep at corpus scale]
   return command == "eval" || command == "predict" || command == "train" || command == "env";
 }
 
@@ -48,6 +49,7 @@ bool is_distributed(const std::vector<std::string>& words) {
 // Note [Errors end the job]: library code throws; an exception on any rank is reported here with the
 // rank, and MPI_Abort ends every rank of the job, so no rank waits forever in a collective.
 int run_distributed(int argc, char** argv, const std::vector<std::string>& words) {
+  const std::string command_line = join_command_line(argc, argv);
   hpctrain::dist::MpiRuntime runtime(&argc, &argv);
   hpctrain::dist::Comm& comm = runtime.world();
   hpctrain::log::Context context;
@@ -56,6 +58,7 @@ int run_distributed(int argc, char** argv, const std::vector<std::string>& words
   hpctrain::log::set_context(context);
   const hpctrain::cli::Args rest(words.begin() + 1, words.end());
   try {
+    if (words[0] == "prep") return hpctrain::cli::prep_text_command({rest.begin() + 1, rest.end()}, command_line, comm);
     if (words[0] == "eval") return hpctrain::cli::eval_command(rest, comm);
     if (words[0] == "train") return hpctrain::cli::train_command(rest, comm);
     if (words[0] == "env") return hpctrain::cli::env_command(rest, comm);
@@ -83,7 +86,6 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
   if (command == "prep") {
     const std::string kind = rest.empty() ? "" : rest[0];
     const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());
-    if (kind == "text") return prep_text_command(options, command_line);
     if (kind == "images") return prep_images_command(options, command_line);
     hpctrain::fail("'hpctrain prep' needs a kind: text or images (got '{}')", kind);
   }

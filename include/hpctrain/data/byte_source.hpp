@@ -1,5 +1,5 @@
 // Buffered reading of a plain or gzip-compressed file; gzip is detected from the magic bytes (1f 8b), not the name.
-// Does not: seek, read standard input, or decode anything beyond gzip (concatenated gzip members are supported).
+// Does not: seek in gzip content, read standard input, or decode anything beyond gzip (concatenated gzip members are supported).
 #pragma once
 
 #include <cstddef>
@@ -24,6 +24,9 @@ class ByteSource {
   // Copies the next bytes of (decompressed) content into dst: exactly `capacity` bytes unless the content ends
   // first; returns how many were copied, 0 at the end. Throws Error on I/O errors and corrupt or truncated gzip data.
   [[nodiscard]] std::size_t read(char* dst, std::size_t capacity);
+
+  // Plain files only (Error for gzip): the next read() starts at byte `offset` of the file.
+  void seek(std::uint64_t offset);
 
   [[nodiscard]] bool is_gzip() const { return gzip_ != nullptr; }
   // Bytes of the file itself read so far (compressed bytes for gzip); reaches file_size() at the end.

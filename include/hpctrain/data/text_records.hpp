@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <climits>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -43,7 +44,33 @@ struct TextReaderOptions {
   // A record longer than this (bytes, decompressed) is reported as malformed instead of buffered without bound;
   // this is what an unterminated quote in the middle of a large CSV file turns into.
   std::size_t max_record_bytes = std::size_t{64} << 20;
+  // Note [Record ranges]: read only the records that start in [range_begin, range_end) (plain files; byte
+  // offsets that find_record_boundary returned). The CSV/TSV header is still read from the start of the file;
+  // a range that begins inside it begins after it. first_line is the 1-based line at range_begin (for messages);
+  // rows count from 0 in each range.
+  std::uint64_t range_begin = 0;
+  std::uint64_t range_end = UINT64_MAX;
+  std::int64_t first_line = 1;
 };
+
+// Note [Record ranges]: the first offset >= `offset` where a record starts: right after a '\n' that is outside
+// quotes (CSV/TSV: `quoted` says whether `offset` lies inside a quoted field, by the parity of the '"' before it;
+// JSONL never is), or the file size. Also returns the '\n' bytes skipped on the way, for line numbers.
+struct RecordBoundary {
+  std::uint64_t offset = 0;
+  std::int64_t newlines = 0;
+};
+[[nodiscard]] RecordBoundary find_record_boundary(const std::filesystem::path& path, std::uint64_t offset, bool quoted);
+
+// '"' and '\n' bytes in [begin, end) of a plain file: the pieces of the parity and line numbers above.
+struct ByteCounts {
+  std::int64_t quotes = 0;
+  std::int64_t newlines = 0;
+};
+[[nodiscard]] ByteCounts count_quotes_and_newlines(const std::filesystem::path& path, std::uint64_t begin,
+                                                   std::uint64_t end);
+// Whether the file is gzip-compressed (by its magic bytes): such a file cannot be split into ranges.
+[[nodiscard]] bool is_gzip_file(const std::filesystem::path& path);
 
 // Streams records. Note [Text record resync]: a malformed record is returned with .error set and the reader
 // carries on at the next physical line after the error (JSONL: the next line; CSV/TSV: the line after the one

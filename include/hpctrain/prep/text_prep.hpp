@@ -1,5 +1,6 @@
 // `hpctrain prep text`: a CSV/TSV/JSONL text-classification dataset → one HDF5 file (schema v1),
-// tokenized with a Hugging Face WordPiece tokenizer, split, shuffled once, written atomically.
+// tokenized with a Hugging Face WordPiece tokenizer, split, shuffled once, written atomically; in bounded
+// memory (--memory-mb) and in parallel over MPI ranks (Note [Prep at corpus scale] in src/prep/text_prep.cpp).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,10 @@
 #include <vector>
 
 #include "hpctrain/data/dataset_writer.hpp"
+
+namespace hpctrain::dist {
+class Comm;
+}
 
 namespace hpctrain::prep {
 
@@ -28,7 +33,8 @@ struct TextPrepOptions {
   bool skip_invalid = false;
   bool overwrite = false;
   data::Compression compression = data::WriterOptions{}.compression;
-  int threads = 0;                         // 0: all hardware threads
+  int threads = 0;                         // per rank; 0: the node's hardware threads / ranks on the node
+  int memory_mb = 2048;                    // per rank: the plan, rows and tokens in memory (Note [Prep at corpus scale])
   bool progress = true;
   std::string created_by;                  // recorded in the file (the command line)
 };
@@ -54,5 +60,8 @@ struct TextPrepReport {
 // Runs the whole conversion. Throws hpctrain::Error naming file, line and reason on a bad row
 // (unless skip_invalid); the output file appears only when everything succeeded.
 TextPrepReport prep_text(const TextPrepOptions& options);
+// The same on every rank of `comm` (collective): each rank tokenizes its part of the inputs, rank 0 writes
+// the file (its report has the splits' token counts); a failure on any rank throws on every rank.
+TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm);
 
 }  // namespace hpctrain::prep
