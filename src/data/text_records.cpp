@@ -266,14 +266,15 @@ bool starts_record(const std::filesystem::path& path, std::uint64_t offset, bool
 }
 }  // namespace
 
-RecordBoundary find_record_boundary(const std::filesystem::path& path, std::uint64_t offset, bool quoted) {
+RecordBoundary find_record_boundary(const std::filesystem::path& path, std::uint64_t offset, bool csv, bool quoted) {
   RecordBoundary boundary{std::filesystem::file_size(path), 0};
+  quoted = csv && quoted;
   if (offset == 0) return {0, 0};
   if (offset >= boundary.offset) return boundary;
   if (starts_record(path, offset, quoted)) return {offset, 0};
   for_blocks(path, offset, boundary.offset, [&](const char* block, std::size_t size, std::uint64_t at) {
     for (std::size_t i = 0; i < size; ++i) {
-      if (block[i] == '"') quoted = !quoted;
+      if (csv && block[i] == '"') quoted = !quoted;
       if (block[i] != '\n') continue;
       ++boundary.newlines;
       if (!quoted) {

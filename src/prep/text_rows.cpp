@@ -83,13 +83,14 @@ data::TextReaderOptions input_range(const std::filesystem::path& path, dist::Com
     if (rank > 0) range.range_end = 0;
     return range;
   }
-  comm.allgather(&counts[static_cast<std::size_t>(rank)], sizeof(data::ByteCounts), counts.data());
+  const data::ByteCounts mine = counts[static_cast<std::size_t>(rank)];
+  comm.allgather(&mine, sizeof mine, counts.data());
   const bool csv = data::text_format_from_path(path) != data::TextFormat::jsonl;
   auto boundary = [&](int r) {
     if (r == ranks) return data::RecordBoundary{size, 0};
     int64_t quotes = 0;
     for (int k = 0; k < r; ++k) quotes += counts[static_cast<std::size_t>(k)].quotes;
-    return data::find_record_boundary(path, nominal(r), csv && quotes % 2 == 1);
+    return data::find_record_boundary(path, nominal(r), csv, quotes % 2 == 1);
   };
   dist::run_collectively(comm, fmt::format("prep text: finding record boundaries in '{}'", path.string()), [&] {
     const auto first = boundary(rank);

@@ -54,13 +54,14 @@ struct TextReaderOptions {
 };
 
 // Note [Record ranges]: the first offset >= `offset` where a record starts: right after a '\n' that is outside
-// quotes (CSV/TSV: `quoted` says whether `offset` lies inside a quoted field, by the parity of the '"' before it;
-// JSONL never is), or the file size. Also returns the '\n' bytes skipped on the way, for line numbers.
+// quotes (with `csv`, CSV/TSV quoting: `quoted` says whether `offset` lies inside a quoted field, by the parity of
+// the '"' before it; JSONL records are lines, whatever their quotes), or the file size. Also returns the '\n' bytes skipped on the way, for line numbers.
 struct RecordBoundary {
   std::uint64_t offset = 0;
   std::int64_t newlines = 0;
 };
-[[nodiscard]] RecordBoundary find_record_boundary(const std::filesystem::path& path, std::uint64_t offset, bool quoted);
+[[nodiscard]] RecordBoundary find_record_boundary(const std::filesystem::path& path, std::uint64_t offset, bool csv,
+                                                   bool quoted);
 
 // '"' and '\n' bytes in [begin, end) of a plain file: the pieces of the parity and line numbers above.
 struct ByteCounts {
