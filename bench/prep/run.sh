@@ -13,6 +13,9 @@ PEER_PYTHON=${PEER_PYTHON:-/work/wt/prep-venv/bin/python}
 DIR=${BENCH_DIR:-/tmp/hpctrain-bench-prep}
 TOKENIZER=$REPO/data/bert-base-uncased
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1
+# shellcheck source=../machine.sh
+source "$REPO/bench/machine.sh"
+print_machine
 mkdir -p "$DIR"
 trap 'rm -rf "$DIR"' EXIT
 python3 "$REPO/scripts/fortunes_to_jsonl.py" --output "$DIR/base.jsonl" >/dev/null

@@ -161,6 +161,41 @@ std::size_t count_buckets(const SplitPlan& plan, int64_t rows_per_bucket) {
   return buckets;
 }
 
+// Every rank's labels gathered, then the same plan on every rank; a split without examples is an error.
+SplitPlan plan_rows(std::vector<Input>& inputs, const LabelMap& labels, const TextPrepOptions& options,
+                    const TextPrepReport& report, dist::Comm& comm) {
+  std::vector<std::vector<int32_t>> row_labels;
+  std::vector<std::string> file_splits;
+  for (auto& input : inputs) {
+    row_labels.push_back(gather_labels(input, labels, comm));
+    file_splits.push_back(input.split);
+    std::vector<int32_t>().swap(input.local_labels);
+  }
+  int64_t skipped = 0;
+  for (const auto& [reason, count] : report.skipped) skipped += count;
+  skipped = comm.allreduce_value(skipped);
+  SplitPlan plan;
+  on_every_rank(comm, "prep text: planning the splits", [&] {
+    plan = plan_splits(std::move(row_labels), file_splits, labels.size(), options.validation_fraction, options.seed);
+    for (std::size_t s = 0; s < plan.names.size(); ++s)
+      HPCTRAIN_CHECK(plan.sizes[s] > 0, "split '{}' has no examples ({} input rows were skipped as invalid)", plan.names[s],
+                     skipped);
+  });
+  return plan;
+}
+
+Budget budget_for(const SplitPlan& plan, const std::vector<Input>& inputs, const TextPrepOptions& options,
+                  int max_length, dist::Comm& comm) {
+  int64_t rows = 0;
+  for (const auto& input : inputs) rows += input.rows;
+  Budget budget;
+  on_every_rank(comm, "prep text: sizing the buckets", [&] {
+    budget = plan_budget(options, rows, max_length, 1);
+    budget = plan_budget(options, rows, max_length, count_buckets(plan, budget.rows_per_bucket));
+  });
+  return budget;
+}
+
 struct Tokenizing {
   const tokenize::BertTokenizer& tokenizer;
   int max_length;
@@ -315,28 +350,8 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   std::vector<Input> inputs = inputs_of(options);
   for (auto& input : inputs) read_labels(input, checker, report, comm, progress);
   const LabelMap labels = agree_labels(inputs, options, comm);
-  std::vector<std::vector<int32_t>> row_labels;
-  std::vector<std::string> file_splits;
-  int64_t total_rows = 0;
-  for (auto& input : inputs) {
-    row_labels.push_back(gather_labels(input, labels, comm));
-    file_splits.push_back(input.split);
-    total_rows += input.rows;
-    std::vector<int32_t>().swap(input.local_labels);
-  }
-  SplitPlan plan;
-  Budget budget;
-  int64_t skipped = 0;
-  for (const auto& [reason, count] : report.skipped) skipped += count;
-  skipped = comm.allreduce_value(skipped);
-  on_every_rank(comm, "prep text: planning the splits", [&] {
-    plan = plan_splits(std::move(row_labels), file_splits, labels.size(), options.validation_fraction, options.seed);
-    for (std::size_t s = 0; s < plan.names.size(); ++s)
-      HPCTRAIN_CHECK(plan.sizes[s] > 0, "split '{}' has no examples ({} input rows were skipped as invalid)", plan.names[s],
-                     skipped);
-    budget = plan_budget(options, total_rows, report.max_length, 1);
-    budget = plan_budget(options, total_rows, report.max_length, count_buckets(plan, budget.rows_per_bucket));
-  });
+  const SplitPlan plan = plan_rows(inputs, labels, options, report, comm);
+  const Budget budget = budget_for(plan, inputs, options, report.max_length, comm);
   int64_t tag = static_cast<int64_t>(::getpid());
   comm.broadcast(&tag, sizeof tag, 0);
   const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
