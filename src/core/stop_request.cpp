@@ -1,11 +1,14 @@
 // The stop-request flag and its signal handlers (stop_request.hpp), and the encoding of a stop reason.
 #include "hpctrain/core/stop_request.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 
 namespace hpctrain::core {
 namespace {
@@ -17,11 +20,32 @@ constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGUSR1};
 constexpr double kRankSlots = 1 << 24;  // ranks per reason in encode_stop_reason
 constexpr int kTimeLimitReason = 1, kSignalReasonBase = 2;
 
+// mpirun told to end the job (SIGTERM or SIGINT to mpirun) stops reading the ranks' output before it signals
+// them: a rank then blocks for good writing a progress line into the full pipe or pty, and never saves
+// (measured with Open MPI 4.1: stdout is its pty, stderr a pipe). After a stop request, writes to a pipe or
+// socket on stdout/stderr, and to a terminal when Open MPI launched us (its pty, not the user's), fail
+// instead of blocking (fstat and fcntl are async-signal-safe).
+bool g_output_tty_is_launchers = false;  // set by install_stop_handlers (getenv is not async-signal-safe)
+
+void stop_blocking_on_output() {
+  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) continue;
+    const bool pipe = S_ISFIFO(info.st_mode) || S_ISSOCK(info.st_mode);
+    if (!pipe && !(S_ISCHR(info.st_mode) && g_output_tty_is_launchers)) continue;
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags >= 0) (void)::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  }
+}
+
 // The first signal only sets the flag; a second one (of any of the three) exits now: no checkpoint,
 // no destructors, no MPI_Finalize (write and _exit are async-signal-safe).
 void on_stop_signal(int signo) {
   int expected = 0;
-  if (g_stop_signal.compare_exchange_strong(expected, signo)) return;
+  if (g_stop_signal.compare_exchange_strong(expected, signo)) {
+    stop_blocking_on_output();
+    return;
+  }
   constexpr char kMessage[] = "hpctrain: second stop signal: exiting now without a checkpoint\n";
   [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   ::_exit(128 + signo);
@@ -31,6 +55,7 @@ void on_stop_signal(int signo) {
 
 void install_stop_handlers() {
   reset_stop_request();
+  g_output_tty_is_launchers = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
