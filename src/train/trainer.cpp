@@ -5,18 +5,18 @@
 // forward pass, computes per-example cross-entropy on the rows it trains on (not padding duplicates, not
 // rows before a resume position: Note [Resume position]), and allreduces (rows, loss sum, non-finite,
 // stop request) — 32 bytes — so that every rank knows the global row count and agrees on a non-finite
-// loss before any rank enters backward, and on stopping early (Note [Stop agreement]). The loss it back-propagates is local_sum * W / (global_rows * k): the gradient
-// reducer averages over W ranks, so the step's gradient is that of the mean cross-entropy over the
-// global batch, whatever the number of ranks.
+// loss before any rank enters backward, and on stopping early (Note [Stop agreement]). The loss it
+// back-propagates is local_sum * W / (global_rows * k): the gradient reducer averages over W ranks, so the
+// step's gradient is that of the mean cross-entropy over the global batch, whatever the number of ranks.
 //
 // Note [Stop agreement]: a signal (core/stop_request.hpp) or a near time limit (time_limit.hpp) is seen by
 // one rank at any moment, so it is never acted on where it arrives. Each micro-batch's forward folds this
 // rank's request into the allreduce it runs anyway (the count of ranks asking), so every rank learns in the
 // same micro-batch that the run stops, at no extra collective per step; once per run, a max-allreduce of
-// core::encode_stop_reason then tells every rank which signal on which rank (for the message). The step finishes on every
-// rank (all its micro-batches, the optimizer step, a due evaluation), rank 0 saves checkpoint-STEP through
-// the normal save_state path, and run_training returns with `stopped` set: no final model, no final
-// evaluation; `hpctrain train` exits with core::kStoppedEarlyExitCode. A request in the run's last step
+// core::encode_stop_reason then tells every rank which signal on which rank (for the message). The step
+// finishes on every rank (all its micro-batches, the optimizer step, a due evaluation), rank 0 saves
+// checkpoint-STEP through the normal save_state path (Local SGD averages first), and run_training returns
+// with TrainResult::stopped_by set: no final model, no final evaluation; `hpctrain train` exits with core::kStoppedEarlyExitCode. A request in the run's last step
 // lets it finish normally. Testing aid: HPCTRAIN_TEST_SIGNAL_AT=RANK:STEP:COUNT makes that rank raise
 // SIGTERM COUNT times at the start of optimizer step STEP (1-based), so that tests stop at a known step.
 #include "hpctrain/train/trainer.hpp"
@@ -170,8 +170,9 @@ struct Run {
   Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator), run_start(Clock::now()) {
     inject_overflow = !o.inject_overflow.empty();
     if (inject_overflow) overflow_at = parse_injected_overflow(o.inject_overflow);
-    time_budget_seconds = time_budget(o.max_time.empty() ? 0 : parse_duration(o.max_time), std::getenv("SLURM_JOB_END_TIME"),
-                                      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
+    const double now_epoch = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    time_budget_seconds = time_budget(o.max_time.empty() ? 0 : parse_duration(o.max_time),
+                                      std::getenv("SLURM_JOB_END_TIME"), now_epoch);
     test_signal = test_signal_from_environment();
   }
   // Stopping before the run's end: the step that saw the request is done and saved (finish() returns).
@@ -305,7 +306,7 @@ core::StopReason Run::local_stop_request() const {
   return reason;
 }
 
-// Forward of one micro-batch and the 24-byte agreement on (rows, loss sum, non-finite) across ranks.
+// Forward of one micro-batch and the 32-byte agreement on (rows, loss sum, non-finite, ranks asking to stop).
 Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) {
   const RunGeometry& g = plan.geometry;
   models::ModelInputs inputs = to_model_inputs(batch, acc.device());
