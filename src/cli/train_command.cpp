@@ -5,6 +5,8 @@
 
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/core/stop_request.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/train/optimizer_options.hpp"
 #include "hpctrain/train/trainer.hpp"
@@ -136,7 +138,10 @@ po::options_description checkpoint_group(train::TrainOptions& o, Texts& t) {
        "model's weights (OUTPUT/final); checkpoints keep fp32 so that resume is exact")
       ("resume", po::value(&o.resume), "auto (newest intact checkpoint of the run in --output) or a checkpoint folder")
       ("overwrite-output-dir", po::bool_switch(&o.overwrite_output_dir), "start a new run in an --output that holds "
-       "another run's files (they are kept, renamed NAME.run-ID; its checkpoints are never removed)");
+       "another run's files (they are kept, renamed NAME.run-ID; its checkpoints are never removed)")
+      ("max-time", po::value(&o.max_time), "wall-clock limit HH:MM:SS or seconds: before it (or SLURM_JOB_END_TIME) "
+       "runs out the run saves a checkpoint and exits with code 75 (as on SIGTERM, SIGINT or SIGUSR1; README "
+       "\"Stopping a run\")");
   return g;
 }
 
@@ -156,6 +161,21 @@ po::options_description logging_group(train::TrainOptions& o, std::string& trace
       ("inject-overflow", po::value(&o.inject_overflow), "testing: RANK:STEP, that rank's gradients become inf in "
        "optimizer step STEP (with loss scaling the step is skipped on every rank)");
   return g;
+}
+
+// The command that continues a stopped run: these arguments with --resume auto instead of any --resume.
+std::string resume_command(const Args& args) {
+  std::string line = "hpctrain train";
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--resume") {
+      ++i;
+      continue;
+    }
+    if (args[i].rfind("--resume=", 0) == 0) continue;
+    const bool quote = args[i].empty() || args[i].find_first_of(" \t'\"$") != std::string::npos;
+    line += quote ? " '" + args[i] + "'" : " " + args[i];
+  }
+  return line + " --resume auto";
 }
 
 bool parse_on_off(const std::string& text, const char* flag) {
@@ -184,8 +204,13 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.accelerator.loss_scaling = train::parse_loss_scaling(texts.loss_scale);
   options.progress = values.count("no-progress") == 0;
   options.eval_split_required = !values["eval-split"].defaulted();
-  (void)train::run_training(comm, options);
-  return 0;
+  core::install_stop_handlers();  // Note [Stop agreement]
+  const train::TrainResult result = train::run_training(comm, options);
+  if (result.stopped_by.empty()) return 0;
+  log::info("stopped early by {} after step {}: checkpoint {} is complete; resume with the same launcher and: {} "
+            "(exit code {})", result.stopped_by, result.global_step, result.checkpoint_dir.string(), resume_command(args),
+            core::kStoppedEarlyExitCode);
+  return core::kStoppedEarlyExitCode;
 }
 
 }  // namespace hpctrain::cli

@@ -11,6 +11,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/field_count.hpp"
 #include "hpctrain/train/schedule.hpp"
+#include "hpctrain/train/time_limit.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -97,6 +98,7 @@ void check_outputs(const TrainOptions& o) {
     HPCTRAIN_CHECK(parent.empty() || fs::is_directory(parent), "--timeline '{}': the folder '{}' does not exist",
                    o.timeline.string(), parent.string());
   }
+  if (!o.max_time.empty()) (void)parse_duration(o.max_time);
   check_positive(o.logging_steps, "--logging-steps");
   HPCTRAIN_CHECK(o.report_to == "tensorboard" || o.report_to == "none", "--report-to '{}': expected tensorboard or none",
                  o.report_to);
@@ -190,6 +192,7 @@ const OptionField kFields[] = {
     {"--overwrite-output-dir", kRank0, text_of<&O::overwrite_output_dir>},
     {"--eval-steps", kValue, text_of<&O::eval_steps>},
     {"--save-dtype", kValue, text_of<&O::save_dtype>},
+    {"--max-time", kValue, text_of<&O::max_time>},  // one rank stopping alone would hang the others
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--report-to", kRank0, text_of<&O::report_to>},  // rank 0 writes the event file

@@ -3,18 +3,33 @@
 // One optimizer step = k micro-batches (k = --gradient-accumulation-steps, fewer at an epoch's end).
 // For each micro-batch every rank: reads its batch, reseeds dropout (Note [Dropout seeds]), runs the
 // forward pass, computes per-example cross-entropy on the rows it trains on (not padding duplicates, not
-// rows before a resume position: Note [Resume position]), and allreduces (rows, loss sum, non-finite) —
-// 24 bytes — so that every rank knows the global row count and agrees on a non-finite loss before any
-// rank enters backward. The loss it back-propagates is local_sum * W / (global_rows * k): the gradient
-// reducer averages over W ranks, so the step's gradient is that of the mean cross-entropy over the
-// global batch, whatever the number of ranks.
+// rows before a resume position: Note [Resume position]), and allreduces (rows, loss sum, non-finite,
+// stop request) — 32 bytes — so that every rank knows the global row count and agrees on a non-finite
+// loss before any rank enters backward, and on stopping early (Note [Stop agreement]). The loss it
+// back-propagates is local_sum * W / (global_rows * k): the gradient reducer averages over W ranks, so the
+// step's gradient is that of the mean cross-entropy over the global batch, whatever the number of ranks.
+//
+// Note [Stop agreement]: a signal (core/stop_request.hpp) or a near time limit (time_limit.hpp) is seen by
+// one rank at any moment, so it is never acted on where it arrives. Each micro-batch's forward folds this
+// rank's request into the allreduce it runs anyway (the count of ranks asking), so every rank learns in the
+// same micro-batch that the run stops, at no extra collective per step; once per run, a max-allreduce of
+// core::encode_stop_reason then tells every rank which signal on which rank (for the message). The step
+// finishes on every rank (all its micro-batches, the optimizer step, a due evaluation), rank 0 saves
+// checkpoint-STEP through the normal save_state path (Local SGD averages first), and run_training returns
+// with TrainResult::stopped_by set: no final model, no final evaluation; `hpctrain train` exits with core::kStoppedEarlyExitCode. A request in the run's last step
+// lets it finish normally. Testing aid: HPCTRAIN_TEST_SIGNAL_AT=RANK:STEP:COUNT makes that rank raise
+// SIGTERM COUNT times at the start of optimizer step STEP (1-based), so that tests stop at a known step.
 #include "hpctrain/train/trainer.hpp"
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 
@@ -22,6 +37,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/core/span.hpp"
+#include "hpctrain/core/stop_request.hpp"
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
@@ -33,6 +49,7 @@
 #include "hpctrain/train/optimizer.hpp"
 #include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/run_folder.hpp"
+#include "hpctrain/train/time_limit.hpp"
 #include "hpctrain/train/trainer_state.hpp"
 #include "model_setup.hpp"
 #include "timeline.hpp"
@@ -42,6 +59,9 @@ namespace hpctrain::train {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;  // the --max-time budget (spans time the step's phases)
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // StepTimes from the step's spans (Note [Step spans]): backward's span includes the reducer's "gradient sync"
 // (finalize), reported apart as exposed communication together with Local SGD's parameter averaging.
@@ -54,6 +74,24 @@ StepTimes step_times(const span::Tally& phases, double total_seconds) {
   times.optimizer = phases.seconds("optimizer");
   times.total = total_seconds;
   return times;
+}
+
+// HPCTRAIN_TEST_SIGNAL_AT (Note [Stop agreement]): {rank, step, count}; count 0 when unset.
+struct TestSignal {
+  int rank = 0, count = 0;
+  int64_t step = 0;
+};
+TestSignal test_signal_from_environment() {
+  TestSignal out;
+  const char* text = std::getenv("HPCTRAIN_TEST_SIGNAL_AT");
+  if (text == nullptr || *text == '\0') return out;
+  long long step = 0;
+  char tail = 0;
+  const bool ok = std::sscanf(text, "%d:%lld:%d%c", &out.rank, &step, &out.count, &tail) == 3 && step >= 1 &&
+                  out.count >= 1;
+  HPCTRAIN_CHECK(ok, "HPCTRAIN_TEST_SIGNAL_AT '{}': expected RANK:STEP:COUNT (step, count >= 1)", text);
+  out.step = step;
+  return out;
 }
 
 // The checkpoint's trainer_state.json text once `dir` verified against its manifest and the state's fields
@@ -121,11 +159,25 @@ struct Run {
   bool best_is_current = false;  // the last evaluation set best_metric
   bool sync_check_due = false;   // --check-sync-every came due; with Local SGD it waits for the next average
   std::optional<EvaluationResult> last_eval;
+  // Stopping early (Note [Stop agreement]).
+  Clock::time_point run_start;  // of run_training: --max-time counts the set-up too
+  double time_budget_seconds = 0;
+  StopMargin margin;
+  core::StopReason stop;  // agreed: the same on every rank
+  int64_t last_save_step = -1;
+  TestSignal test_signal;
 
-  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator) {
+  Run(dist::Comm& c, const TrainOptions& o) : options(o), comm(c), acc(c, o.accelerator), run_start(Clock::now()) {
     inject_overflow = !o.inject_overflow.empty();
     if (inject_overflow) overflow_at = parse_injected_overflow(o.inject_overflow);
+    const double now_epoch = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    time_budget_seconds = time_budget(o.max_time.empty() ? 0 : parse_duration(o.max_time),
+                                      std::getenv("SLURM_JOB_END_TIME"), now_epoch);
+    test_signal = test_signal_from_environment();
   }
+  // Stopping before the run's end: the step that saw the request is done and saved (finish() returns).
+  [[nodiscard]] bool stopping() const { return stop.any() && state.global_step < total; }
+  [[nodiscard]] core::StopReason local_stop_request() const;
   void set_up();
   void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
@@ -134,6 +186,7 @@ struct Run {
     at::Tensor local_sum;  // this rank's summed cross-entropy over kept rows (device scalar, with grad)
     double global_rows = 0, global_loss_sum = 0;  // summed over ranks
     bool local_nonfinite = false, any_nonfinite = false;
+    core::StopReason stop;  // agreed over ranks (Note [Stop agreement])
   };
   MicroBatch forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip);
   void on_nonfinite(bool local_nonfinite, int64_t epoch);
@@ -234,16 +287,26 @@ void Run::print_plan() {
 void Run::train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip) {
   train_loader->start_epoch(epoch, first_batch);
   const int64_t batches = train_loader->batches_per_epoch();
-  for (int64_t batch = first_batch; batch < batches && state.global_step < total;) {
+  for (int64_t batch = first_batch; batch < batches && state.global_step < total && !stopping();) {
     const int64_t micro = std::min(plan.geometry.accumulation, batches - batch);
     step(epoch, batch, micro, resume_skip, batch + micro == batches);
     batch += micro;
     if (batch == batches) state.position = DataPosition{epoch + 1, 0};
     after_step(batch == batches);
+    if (stopping() && last_save_step != state.global_step) save_checkpoint();
   }
 }
 
-// Forward of one micro-batch and the 24-byte agreement on (rows, loss sum, non-finite) across ranks.
+// This rank's reason to stop now, if any: a signal, or too little time left for another step and a save.
+core::StopReason Run::local_stop_request() const {
+  core::StopReason reason;
+  reason.rank = comm.rank();
+  reason.signo = core::stop_signal();
+  reason.time_limit = time_to_stop(since(run_start), time_budget_seconds, margin);
+  return reason;
+}
+
+// Forward of one micro-batch and the 32-byte agreement on (rows, loss sum, non-finite, ranks asking to stop).
 Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) {
   const RunGeometry& g = plan.geometry;
   models::ModelInputs inputs = to_model_inputs(batch, acc.device());
@@ -266,9 +329,14 @@ Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, in
   out.local_sum = at::where(out.keep.to(acc.device()), per_example, at::zeros_like(per_example)).sum();
   const double local_value = out.local_sum.item<double>();
   out.local_nonfinite = !std::isfinite(local_value);
-  double stats[3] = {static_cast<double>(out.keep.sum().item<int64_t>()), local_value, out.local_nonfinite ? 1.0 : 0.0};
-  comm.allreduce(stats, 3);
+  const core::StopReason request = local_stop_request();
+  double stats[4] = {static_cast<double>(out.keep.sum().item<int64_t>()), local_value, out.local_nonfinite ? 1.0 : 0.0,
+                     request.any() ? 1.0 : 0.0};
+  comm.allreduce(stats, 4);
   out.global_rows = stats[0], out.global_loss_sum = stats[1], out.any_nonfinite = stats[2] > 0;
+  // Once per run, when some rank asked: which reason (one more collective, on every rank at once).
+  if (stats[3] > 0 && !stop.any())
+    out.stop = core::decode_stop_reason(comm.allreduce_value(core::encode_stop_reason(request), dist::ReduceOp::max));
   return out;
 }
 
@@ -295,6 +363,8 @@ void Run::trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t
 // Note [Step spans]: the step's phases are spans (core/span.hpp) summed in `phases`; StepTimes is read
 // from it, so metrics.jsonl and the --timeline trace show the same intervals.
 void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends) {
+  if (test_signal.count > 0 && test_signal.rank == comm.rank() && test_signal.step == state.global_step + 1)
+    for (int i = 0; i < test_signal.count; ++i) std::raise(SIGTERM);  // Note [Stop agreement]: test hook
   span::Span whole_step("step", "train", state.global_step + 1);
   span::Tally phases;
   const int64_t bytes_before = comm.bytes_sent();
@@ -315,6 +385,7 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
     acc.seed_step(state.global_step, i);
     const MicroBatch micro = forward(*batch, batch_index, resume_skip);
     forward_span.stop();
+    if (micro.stop.any()) stop = micro.stop;
     if (micro.any_nonfinite) {
       on_nonfinite(micro.local_nonfinite, epoch);
       skip = true;
@@ -354,10 +425,12 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   span::Span averaging("parameter averaging", "communication", -1, &phases);
   // Local SGD: every K steps, and before an evaluation or a checkpoint (they see averaged parameters).
   (void)acc.local_sgd_step();
-  if (evaluation_due(state.global_step + 1, epoch_ends) || checkpoint_due(state.global_step + 1, epoch_ends))
+  if (evaluation_due(state.global_step + 1, epoch_ends) || checkpoint_due(state.global_step + 1, epoch_ends) ||
+      stop.any())
     acc.synchronize_parameters();
   averaging.stop();
   times = step_times(phases, whole_step.stop());
+  margin.longest_step = std::max(margin.longest_step, times.total);
   ++state.global_step;
   state.samples_seen += static_cast<int64_t>(rows);
   const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
@@ -411,7 +484,10 @@ void Run::save_checkpoint() {
     report->info(fmt::format("another run's {} is now {} (never removed)", dir.filename().string(), aside.filename().string()));
   });
   if (best_is_current && last_eval_step == state.global_step) state.best_model_checkpoint = dir.string();
+  const auto save_start = Clock::now();
   acc.save_state(dir, to_json(state));
+  margin.last_save = since(save_start);
+  last_save_step = state.global_step;
   if (comm.is_main_process()) {
     for (const fs::path& removed : rotate_checkpoints(options.output, options.save_total_limit, owned))
       report->info(fmt::format("removed {} (--save-total-limit {})", removed.filename().string(), options.save_total_limit));
@@ -427,12 +503,18 @@ double majority_of(const ConfusionMatrix& matrix) {
 }
 
 TrainResult Run::finish(double seconds, int64_t samples) {
-  if (eval_loader && last_eval_step != state.global_step) evaluate_now();
+  const bool stopped = stopping();
+  if (eval_loader && last_eval_step != state.global_step && !stopped) evaluate_now();
   report->finish();
   TrainResult result;
   result.global_step = state.global_step, result.start_step = plan.global_step, result.seconds = seconds;
   result.samples_seen = samples;
   result.samples_per_second = seconds > 0 ? static_cast<double>(samples) / seconds : 0.0;
+  if (stopped) {  // Note [Stop agreement]: the checkpoint of this step is the run's state; no final model
+    result.stopped_by = core::describe(stop);
+    result.checkpoint_dir = options.output / checkpoint_name(state.global_step);
+    return result;
+  }
   result.final_dir = options.output / "final";
   dist::run_collectively(comm, "saving the final model", [&] {
     if (!comm.is_main_process()) return;
@@ -464,7 +546,7 @@ TrainResult run_training(dist::Comm& comm, const TrainOptions& options) {
   span::Span training("training", "train");
   const int64_t samples_before = run.state.samples_seen;
   int64_t first_batch = run.plan.first_batch, resume_skip = run.plan.position.samples_in_epoch;
-  for (int64_t epoch = run.plan.position.epoch; run.state.global_step < run.total; ++epoch) {
+  for (int64_t epoch = run.plan.position.epoch; run.state.global_step < run.total && !run.stopping(); ++epoch) {
     run.train_epoch(epoch, first_batch, resume_skip);
     first_batch = 0, resume_skip = 0;
   }

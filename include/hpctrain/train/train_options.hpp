@@ -57,6 +57,9 @@ struct TrainOptions {
   int64_t eval_steps = 0;                  // steps between evaluations; 0 = at the end of every epoch
   // dtype of OUTPUT/final's weights: fp32 | bf16 | fp16 (checkpoints keep fp32: resume stays exact).
   std::string save_dtype = "fp32";
+  // Wall-clock limit, "HH:MM:SS" or seconds ("" = none): the run stops early with a checkpoint before it
+  // (or before SLURM_JOB_END_TIME) runs out and exits with core::kStoppedEarlyExitCode (time_limit.hpp).
+  std::string max_time;
 
   // ---- Logging ----
   int64_t logging_steps = 10;              // steps between metrics.jsonl lines / plain progress lines

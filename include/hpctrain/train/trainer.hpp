@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/train/metrics.hpp"
@@ -21,7 +22,11 @@ struct TrainResult {
   double samples_per_second = 0;     // samples_seen / seconds
   std::optional<ClassificationMetrics> eval;  // final evaluation, when the file has the eval split
   double majority_baseline = 0;      // accuracy of always predicting the eval split's most common label
-  std::filesystem::path final_dir;   // OUTPUT/final
+  std::filesystem::path final_dir;   // OUTPUT/final; empty when stopped early
+  // Stopped early (a signal or the time limit, Note [Stop agreement]): why ("SIGTERM on rank 1"), and the
+  // checkpoint of the last step, which --resume auto continues. Empty otherwise.
+  std::string stopped_by;
+  std::filesystem::path checkpoint_dir;
 };
 
 // Collective: every rank calls it with the same options. Validates them first (Error before any work),
