@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/stop_request.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/dist/mpi_info.hpp"
 #include "stall_report.hpp"
@@ -285,6 +286,7 @@ class CollectiveWatchdog {
  private:
   static constexpr int kTagRequest = 7101, kTagReply = 7102;
   static constexpr int64_t kPollMs = 200, kReplyWaitMs = 5000, kOthersReportAfterMs = 15000;
+  static constexpr int64_t kStopProbeMs = 3000;  // Note [Stop while waiting]
 
   void loop() {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -292,6 +294,7 @@ class CollectiveWatchdog {
       try {
         if (thread_multiple_) answer_requests();
         check_own_collectives();
+        check_stop_while_waiting();
       } catch (...) {  // a diagnostic thread never ends the process by an exception
       }
     }
@@ -304,6 +307,38 @@ class CollectiveWatchdog {
       if (!state.inside || state.seconds * 1000 < static_cast<double>(timeout_ms)) continue;
       on_stall(state, static_cast<double>(timeout_ms) / 1000);
       return;
+    }
+  }
+
+  // Note [Stop while waiting]
+  // A stop request (core::stop_signal: SIGTERM/SIGINT/SIGUSR1, Note [Stop agreement]) lets the current step
+  // finish, which needs every rank. When a rank has died, the launcher signals the survivors, and they wait
+  // in a collective the dead rank never joins: until the collective timeout (300 s), if the launcher's
+  // SIGKILL does not come first. So once a stop was requested and a collective has waited kStopProbeMs,
+  // this watchdog asks the other ranks' watchdogs for their state: all answer (alive; e.g. rank 0 is
+  // writing the checkpoint) -> keep waiting and ask again later; some do not -> end the job now, naming
+  // them, with 128 + signo (the code of a process the signal ended). Needs MPI_THREAD_MULTIPLE.
+  void check_stop_while_waiting() {
+    const int signo = core::stop_signal();
+    if (signo == 0 || !thread_multiple_ || steady_ms() < next_stop_probe_ms_) return;
+    for (const stall::CommState& state : local_states()) {
+      if (!state.inside || state.seconds * 1000 < static_cast<double>(kStopProbeMs)) continue;
+      std::vector<stall::RankState> ranks(static_cast<std::size_t>(size_));
+      ranks[static_cast<std::size_t>(rank_)] = {true, local_states()};
+      gather_states(ranks);
+      std::string silent;
+      for (int r = 0; r < size_; ++r)
+        if (!ranks[static_cast<std::size_t>(r)].answered) silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+      if (silent.empty()) {
+        next_stop_probe_ms_ = steady_ms() + kReplyWaitMs;
+        return;
+      }
+      std::fprintf(stderr, "[rank %d] error: %s arrived while %s #%lld waits for rank(s) %s, which do not answer: "
+                   "ending the job without a checkpoint\n", rank_, core::signal_name(signo).c_str(),
+                   stall::to_string(state.kind), static_cast<long long>(state.entered), silent.c_str());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 128 + signo);
+      std::_Exit(128 + signo);
     }
   }
 
@@ -370,7 +405,8 @@ class CollectiveWatchdog {
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;
-  int64_t next_check_ms_ = 0;  // watchdog thread only
+  int64_t next_check_ms_ = 0;       // watchdog thread only
+  int64_t next_stop_probe_ms_ = 0;  // watchdog thread only
   std::thread thread_;
 };
 
