@@ -139,7 +139,7 @@ po::options_description checkpoint_group(train::TrainOptions& o, Texts& t) {
       ("resume", po::value(&o.resume), "auto (newest intact checkpoint of the run in --output) or a checkpoint folder")
       ("overwrite-output-dir", po::bool_switch(&o.overwrite_output_dir), "start a new run in an --output that holds "
        "another run's files (they are kept, renamed NAME.run-ID; its checkpoints are never removed)")
-      ("max-time", po::value(&o.max_time), "wall-clock limit HH:MM:SS or seconds: before it (or SLURM_JOB_END_TIME) "
+      ("max-time", po::value(&o.max_time), "wall-clock limit HH:MM:SS or seconds: before it (or a Slurm job's end) "
        "runs out the run saves a checkpoint and exits with code 75 (as on SIGTERM, SIGINT or SIGUSR1; README "
        "\"Stopping a run\")");
   return g;

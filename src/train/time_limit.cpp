@@ -1,8 +1,9 @@
-// parse_duration, time_budget and time_to_stop (time_limit.hpp).
+// parse_duration, time_budget, the Slurm time left and time_to_stop (time_limit.hpp).
 #include "hpctrain/train/time_limit.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -56,6 +57,38 @@ double time_budget(double max_time, const char* slurm_job_end_time, double now_e
     budget = std::min(budget, end - now_epoch);
   }
   return budget;
+}
+
+std::optional<double> parse_slurm_time_left(const std::string& text) {
+  std::string clock = text;
+  long days = 0;
+  if (const auto dash = clock.find('-'); dash != std::string::npos) {
+    days = parse_field(clock.substr(0, dash), 5);
+    clock = clock.substr(dash + 1);
+    if (days < 0) return std::nullopt;
+  }
+  const auto colons = std::count(clock.begin(), clock.end(), ':');
+  const std::string padded = colons == 2 ? clock : colons == 1 ? "0:" + clock : "0:0:" + clock;
+  const double seconds = parse_clock(padded);
+  if (seconds < 0) return std::nullopt;
+  return static_cast<double>(days) * 86400 + seconds;
+}
+
+std::optional<double> slurm_time_left() {
+  const char* job = std::getenv("SLURM_JOB_ID");
+  const char* end = std::getenv("SLURM_JOB_END_TIME");
+  if (job == nullptr || *job == '\0' || (end != nullptr && *end != '\0')) return std::nullopt;
+  if (std::string(job).find_first_not_of("0123456789_") != std::string::npos) return std::nullopt;
+  const std::string command = std::string("squeue -h -j ") + job + " -o %L 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return std::nullopt;
+  char line[128] = {};
+  const bool got = std::fgets(line, sizeof line, pipe) != nullptr;
+  ::pclose(pipe);
+  if (!got) return std::nullopt;
+  std::string text(line);
+  text.erase(text.find_last_not_of(" \n\r\t") + 1);
+  return parse_slurm_time_left(text);
 }
 
 double StopMargin::seconds() const { return std::max(minimum, longest_step + last_save); }

@@ -178,6 +178,7 @@ struct Run {
   // Stopping before the run's end: the step that saw the request is done and saved (finish() returns).
   [[nodiscard]] bool stopping() const { return stop.any() && state.global_step < total; }
   [[nodiscard]] core::StopReason local_stop_request() const;
+  void limit_to_slurm_time_left();
   void set_up();
   void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
@@ -200,9 +201,22 @@ struct Run {
   TrainResult finish(double seconds, int64_t samples);
 };
 
+// Under a Slurm that does not set SLURM_JOB_END_TIME, rank 0 asks squeue once for the job's time left and
+// every rank takes it into its budget (one query per job, not per rank).
+void Run::limit_to_slurm_time_left() {
+  double left = -1;
+  if (comm.is_main_process()) left = slurm_time_left().value_or(-1);
+  comm.broadcast(&left, sizeof left, 0);
+  if (left < 0) return;
+  time_budget_seconds = std::min(time_budget_seconds, since(run_start) + left);
+  log::info("Slurm job {}: {} s left (squeue); the run saves a checkpoint and stops before the time runs out",
+            std::getenv("SLURM_JOB_ID") ? std::getenv("SLURM_JOB_ID") : "?", static_cast<int64_t>(left));
+}
+
 void Run::set_up() {
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
+  limit_to_slurm_time_left();
   // Only the default evaluation split is optional (`hpctrain train --help`). Checked before the run folder
   // is claimed: a mistyped option leaves the folder untouched.
   HPCTRAIN_CHECK(!options.eval_split_required || dataset->has_split(options.eval_split),

@@ -45,6 +45,15 @@ BOOST_AUTO_TEST_CASE(budget_is_the_smaller_of_max_time_and_the_job_end) {
   BOOST_CHECK_THROW((void)time_budget(0, "soon", 1000), hpctrain::Error);
 }
 
+BOOST_AUTO_TEST_CASE(slurm_time_left_parses_squeue_formats) {
+  BOOST_TEST(*parse_slurm_time_left("1-02:03:04") == 93784.0);
+  BOOST_TEST(*parse_slurm_time_left("02:03:04") == 7384.0);
+  BOOST_TEST(*parse_slurm_time_left("59:30") == 3570.0);
+  BOOST_TEST(*parse_slurm_time_left("45") == 45.0);
+  for (const char* none : {"UNLIMITED", "NOT_SET", "INVALID", "", "1:2:3:4", "x-01:00:00", "00:61:00"})
+    BOOST_TEST(!parse_slurm_time_left(none).has_value(), none);
+}
+
 BOOST_AUTO_TEST_CASE(stops_when_the_rest_does_not_cover_a_step_and_a_save) {
   StopMargin margin;
   margin.minimum = 5;

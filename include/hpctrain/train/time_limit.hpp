@@ -2,6 +2,7 @@
 // All times in seconds, counted from the start of run_training (set-up included). Pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace hpctrain::train {
@@ -14,6 +15,15 @@ namespace hpctrain::train {
 // `now_epoch`, the wall-clock time at the start. Infinity when neither is set. Error naming the variable
 // when it is not a number.
 [[nodiscard]] double time_budget(double max_time, const char* slurm_job_end_time, double now_epoch);
+
+// squeue's "%L" (time left of a job): "[D-]HH:MM:SS", "MM:SS" or "SS" -> seconds; nullopt for "UNLIMITED",
+// "NOT_SET", "INVALID" or anything else.
+[[nodiscard]] std::optional<double> parse_slurm_time_left(const std::string& text);
+
+// Under Slurm without SLURM_JOB_END_TIME (Slurm before 23.02, e.g. Debian 12's 22.05): the job's time left
+// from `squeue -h -j $SLURM_JOB_ID -o %L`, run once; nullopt outside a job, with SLURM_JOB_END_TIME set, or
+// when squeue fails or the job has no limit. Not pure (runs squeue): call it on one rank.
+[[nodiscard]] std::optional<double> slurm_time_left();
 
 // What the next stop decision needs, measured by this rank.
 struct StopMargin {
