@@ -8,7 +8,10 @@ MPIEXEC=${3:-mpirun}
 HERE="$REPO/tests/mpi_train"
 PY=${HPCTRAIN_TEST_PYTHON:-/usr/bin/python3}  # needs numpy
 WORK=$(mktemp -d /tmp/hpctrain-train.XXXXXX)
-trap '[[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT  # HPCTRAIN_KEEP_WORK=1 keeps it for debugging
+# kill_runs: ends every launcher and rank of this test's runs (their command lines name $WORK), so that a
+# run a test left in the background never outlives it (it would burn the cores of every later test).
+kill_runs() { pkill -KILL -f -- "--model-config $WORK/" 2>/dev/null || true; }
+trap 'kill_runs; [[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT  # HPCTRAIN_KEEP_WORK=1 keeps it
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 passed=0
 failed=0

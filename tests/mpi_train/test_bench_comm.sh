@@ -19,7 +19,7 @@ for s in c["sizes"]:
 assert c["sizes"][-1]["median_s"] > c["sizes"][0]["median_s"], "64 KiB is not slower than 1 KiB"
 f = c["fit"]
 assert f["alpha_s"] > 0 and f["beta_s_per_byte"] > 0, f
-assert 1e-7 < f["alpha_s"] < 1e-3, f  # shared memory: microseconds
+assert 1e-7 < f["alpha_s"] < 0.1, f  # seconds, not us or ns (shared memory gives microseconds when idle, ms under load)
 PYEOF
 
 # Given step and the measured α-β: the prediction must be the ring/overlap arithmetic, recomputed here.

@@ -10,7 +10,7 @@ launcher=$!
 for _ in $(seq 1 600); do [[ -d "$WORK/run/checkpoint-10" ]] && break; sleep 0.2; done
 [[ -d "$WORK/run/checkpoint-10" ]] && ok "training reached checkpoint-10" || { bad "no checkpoint-10"; cat "$WORK/killed.log"; }
 victim=""
-for pid in $(pgrep -f "$HPCTRAIN train"); do
+for pid in $(pgrep -f "$HPCTRAIN train --model-config $WORK/"); do  # this run's ranks, not another test's
   if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then victim=$pid; fi
 done
 [[ -n "$victim" ]] && ok "found rank 1 (pid $victim)" || bad "rank 1 not found"
@@ -26,7 +26,7 @@ else
   elapsed=$(( $(date +%s) - killed_at ))
   [[ $rc -ne 0 ]] && ok "job exited non-zero ($rc) ${elapsed}s after kill -9" || bad "job exited 0 after a kill"
 fi
-for pid in $(pgrep -f "$HPCTRAIN train --model-config $WORK"); do kill -9 "$pid"; done  # none should be left
+kill_runs  # none should be left
 
 # Every checkpoint folder is complete (Note [Complete checkpoints]); hidden temporaries may remain.
 latest=$(ls -d "$WORK"/run/checkpoint-* | sed 's/.*checkpoint-//' | sort -n | tail -1)

@@ -64,5 +64,6 @@ grep -q "in use by another run" "$WORK/live2.log" && grep -Eq "pid [0-9]+" "$WOR
 [[ $elapsed -le 30 ]] && ok "  it failed at once (${elapsed}s)" || bad "  it took ${elapsed}s"
 kill -0 "$first" 2>/dev/null && ok "  the first run is still running" || { bad "  the first run died"; tail -5 "$WORK/live1.log"; }
 grep -q "error" "$WORK/live1.log" && bad "  the first run reported an error" || ok "  the first run is undisturbed"
-kill "$first"; wait "$first" 2>/dev/null
+pkill -TERM -P "$first" 2>/dev/null  # mpirun (the child of the background subshell): it ends its ranks
+wait "$first" 2>/dev/null
 finish

@@ -8,7 +8,7 @@ eval "$("$REPO/scripts/slurm-local.sh" env)"   # SLURM_CONF for sbatch, srun, sq
 export PATH="$(dirname "$HPCTRAIN"):$PATH" HPCTRAIN
 cd "$WORK"
 # A failed test leaves no job behind: the jobs it submitted are cancelled on exit.
-trap 'xargs -r scancel <"$WORK/jobs" 2>/dev/null; [[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
+trap 'xargs -r scancel <"$WORK/jobs" 2>/dev/null; kill_runs; [[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
 
 # job_state ID: JobState of the job (scontrol keeps ended jobs for MinJobAge).
 job_state() { scontrol -o show job "$1" | sed -nE 's/.*JobState=([A-Z_]+).*/\1/p'; }
