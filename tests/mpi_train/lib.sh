@@ -11,6 +11,17 @@ WORK=$(mktemp -d /tmp/hpctrain-train.XXXXXX)
 # kill_runs: ends every launcher and rank of this test's runs (their command lines name $WORK), so that a
 # run a test left in the background never outlives it (it would burn the cores of every later test).
 kill_runs() { pkill -KILL -f -- "--model-config $WORK/" 2>/dev/null || true; }
+# rank_pid NAME R: the pid of rank R of the run writing to $WORK/NAME (waits up to 30 s for it).
+rank_pid() {
+  local pid
+  for _ in $(seq 1 300); do
+    for pid in $(pgrep -f "$HPCTRAIN train .*--output $WORK/$1 "); do
+      if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$pid"; return; fi
+    done
+    sleep 0.1
+  done
+}
+
 trap 'kill_runs; [[ -n "${HPCTRAIN_KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT  # HPCTRAIN_KEEP_WORK=1 keeps it
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 passed=0

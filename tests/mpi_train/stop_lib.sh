@@ -22,17 +22,6 @@ wait_rc() {
   rc=$?
 }
 
-# rank_pid NAME R: the pid of rank R of the run writing to $WORK/NAME (waits up to 30 s for it).
-rank_pid() {
-  local pid
-  for _ in $(seq 1 300); do
-    for pid in $(pgrep -f "$HPCTRAIN train .*--output $WORK/$1 "); do
-      if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$2"; then echo "$pid"; return; fi
-    done
-    sleep 0.1
-  done
-}
-
 # wait_step NAME S: until $WORK/NAME/metrics.jsonl logged step S (up to 30 s).
 wait_step() {
   for _ in $(seq 1 600); do

@@ -9,10 +9,7 @@ launcher=$!
 # Wait for the second checkpoint, then kill rank 1 (found by its OMPI_COMM_WORLD_RANK).
 for _ in $(seq 1 600); do [[ -d "$WORK/run/checkpoint-10" ]] && break; sleep 0.2; done
 [[ -d "$WORK/run/checkpoint-10" ]] && ok "training reached checkpoint-10" || { bad "no checkpoint-10"; cat "$WORK/killed.log"; }
-victim=""
-for pid in $(pgrep -f "$HPCTRAIN train --model-config $WORK/"); do  # this run's ranks, not another test's
-  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1"; then victim=$pid; fi
-done
+victim=$(rank_pid run 1)  # this run's rank 1, not another test's
 [[ -n "$victim" ]] && ok "found rank 1 (pid $victim)" || bad "rank 1 not found"
 killed_at=$(date +%s)
 kill -9 "$victim"
