@@ -498,9 +498,9 @@ void Run::save_checkpoint() {
     report->info(fmt::format("another run's {} is now {} (never removed)", dir.filename().string(), aside.filename().string()));
   });
   if (best_is_current && last_eval_step == state.global_step) state.best_model_checkpoint = dir.string();
-  const auto save_start = Clock::now();
+  span::Span save("save state", "train", state.global_step);
   acc.save_state(dir, to_json(state));
-  margin.last_save = since(save_start);
+  margin.last_save = save.stop();  // the next --max-time decision keeps room for a save this long
   last_save_step = state.global_step;
   if (comm.is_main_process()) {
     for (const fs::path& removed : rotate_checkpoints(options.output, options.save_total_limit, owned))
