@@ -1,9 +1,9 @@
 // libFuzzer target: TextRecordReader (CSV, TSV, JSONL; plain or gzip) on arbitrary bytes.
 // Input: byte 0 picks the format (bits 0-1) and the small block size (bits 2-7); the rest is the file.
 // Oracle: the records do not depend on the block size the file is read in (16..79 bytes, exercising every refill
-// and buffer-growth path, against one 64 KiB read, more than libFuzzer's inputs), and for JSONL the flat fast path
-// agrees with nlohmann on every line it accepts (Note [Flat JSON fast path]). A small max_record_bytes run
-// exercises the resync after an over-long record.
+// and buffer-growth path, against one 64 KiB read, more than libFuzzer's inputs; before a read error, the records
+// both runs saw), and for JSONL the flat fast path agrees with nlohmann on every line it accepts (Note [Flat JSON
+// fast path]). A small max_record_bytes run exercises the resync after an over-long record.
 #include "fuzz_util.hpp"
 #include "hpctrain/data/text_records.hpp"
 #include "data/flat_json.hpp"
@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 #include <vector>
 
@@ -50,11 +51,16 @@ std::string describe(const TextRecord& record) {
   return text;
 }
 
+// On a read error (corrupt gzip, say) the records handed out before it depend on how much was read per block (a
+// 64 KiB read meets the error before the first record, 17-byte reads after several), so then the two runs must agree
+// on the error and on the records both saw: one list is a prefix of the other. Without an error they are equal.
 void compare(const Outcome& small, const Outcome& large) {
   HPCTRAIN_FUZZ_ASSERT(small.error == large.error, "small blocks: '" + small.error + "', one block: '" + large.error + "'");
-  HPCTRAIN_FUZZ_ASSERT(small.records.size() == large.records.size(),
+  const bool failed = !small.error.empty();
+  HPCTRAIN_FUZZ_ASSERT(failed || small.records.size() == large.records.size(),
                        fmt::format("{} records against {}", small.records.size(), large.records.size()));
-  for (std::size_t i = 0; i < small.records.size(); ++i) {
+  const std::size_t common = std::min(small.records.size(), large.records.size());
+  for (std::size_t i = 0; i < common; ++i) {
     const TextRecord& a = small.records[i];
     const TextRecord& b = large.records[i];
     const bool same = a.row == b.row && a.line == b.line && a.error == b.error && (!a.error.empty() || a.fields == b.fields);
