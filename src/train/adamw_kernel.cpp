@@ -1,5 +1,7 @@
 #include "adamw_kernel.hpp"
 
+#include "vector_clones.hpp"
+
 #include <cmath>
 
 // Note [Fused AdamW]
@@ -50,14 +52,7 @@ HPCTRAIN_ALWAYS_INLINE void update(T* __restrict param, T* __restrict exp_avg, T
 
 }  // namespace
 
-// Compiled for AVX2 and for the baseline; the loader picks the clone the CPU runs (same results, see
-// the Note). Other compilers and architectures get the baseline.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define HPCTRAIN_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define HPCTRAIN_VECTOR_CLONES
-#endif
-
+// Compiled for AVX2 and for the baseline (vector_clones.hpp; same results, see the Note).
 HPCTRAIN_VECTOR_CLONES
 void adamw_update(float* param, float* exp_avg, float* exp_avg_sq, const float* grad, int64_t n,
                   const AdamWScalars& s) {

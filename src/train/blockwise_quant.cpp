@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/float_bits.hpp"
+#include "vector_clones.hpp"
 
 namespace hpctrain::train::quant {
 
@@ -53,20 +55,21 @@ Code dynamic_map(bool is_signed) {
   return code;
 }
 
-// Note [Quantizer buckets]
+// Note [Quantizer thresholds]
 // The float32 bit pattern orders floats of one sign monotonically, and the nearest map value is a
 // monotone function of x (both distances |x - code[i]| are rounded monotonically; x is first clamped to
 // the map's range, else far outside it all distances round to one value and the tie rule would break
-// monotonicity). So for all floats that
-// share the top 14 bits (sign, exponent, 5 mantissa bits: a "bucket") the nearest index lies between
-// the nearest indices of the bucket's two end points. Over [0.1, 1] a bucket spans 1/32 of an octave,
-// one to four map values; nearest() scans only those, with the scan's tie rule, so it returns exactly
-// what nearest_by_scan() returns (tests/train/test_blockwise_quant.cpp checks edges, midpoints, samples).
-// Every bucket spans at most four map values except the one of infinities and NaNs, so nearest() compares
-// four candidates without branches.
+// monotonicity). So nearest(x) >= i exactly when x >= T[i], the smallest float whose nearest index is
+// >= i (found once per map by bisection over the ordered floats with nearest_by_scan, the definition),
+// and nearest(x) counts the thresholds at or below x. The count starts from a table: for all floats that
+// share the top 14 bits (sign, exponent, 5 mantissa bits: a "bucket") the nearest index lies between the
+// nearest indices of the bucket's two end points; over [0.1, 1] a bucket spans 1/32 of an octave, at most
+// four map values (checked when the table is built), so the lowest one plus three comparisons give the
+// index with no search and no branch: exactly what nearest_by_scan() returns, tie rule included
+// (tests/train/test_blockwise_quant.cpp checks edges, midpoints, samples; the goldens of bitsandbytes
+// check the codes). NaN lands in a bucket of the all-ones exponent, whose lowest index is 0, and
+// compares false with every threshold: 0, as the scan gives.
 namespace {
-
-constexpr int kBucketShift = 18;  // 32 - 14 bits
 
 // The lowest index among [first, last] whose value is nearest to x.
 std::uint8_t nearest_in(const Code& code, float x, int first, int last) {
@@ -82,37 +85,47 @@ std::uint8_t nearest_in(const Code& code, float x, int first, int last) {
   return static_cast<std::uint8_t>(best);
 }
 
+// Floats in increasing order as unsigned keys (-0 just below +0), and back.
+std::uint32_t ordered_key(float x) {
+  const std::uint32_t bits = bits_of(x);
+  return bits >> 31 ? ~bits : bits | 0x80000000u;
+}
+float from_ordered_key(std::uint32_t key) { return float_of(key >> 31 ? key & 0x7FFFFFFFu : ~key); }
+
+// The smallest float in [low, high] whose scan index is >= index (high's is), by bisection over the keys.
+float threshold(const Quantizer& quantizer, std::uint8_t index, float low, float high) {
+  std::uint32_t below = ordered_key(low), at = ordered_key(high);  // scan(below) < index <= scan(at)
+  if (quantizer.nearest_by_scan(low) >= index) return low;
+  while (at - below > 1) {
+    const std::uint32_t mid = below + (at - below) / 2;
+    (quantizer.nearest_by_scan(from_ordered_key(mid)) >= index ? at : below) = mid;
+  }
+  return from_ordered_key(at);
+}
+
 }  // namespace
 
-Quantizer::Quantizer(const Code& code) : code_(code), buckets_(std::size_t{1} << (32 - kBucketShift)) {
+Quantizer::Quantizer(const Code& code) : code_(code), lowest_(std::size_t{1} << (32 - kBucketShift)) {
   HPCTRAIN_CHECK(std::is_sorted(code_.begin(), code_.end()), "quantization map is not sorted ascending");
-  for (std::uint32_t bucket = 0; bucket < buckets_.size(); ++bucket) {
+  thresholds_.fill(std::numeric_limits<float>::infinity());
+  for (int i = 1; i < 256; ++i) {
+    const auto index = static_cast<std::uint8_t>(i);
+    if (nearest_by_scan(code_.back()) >= index) thresholds_[static_cast<size_t>(i)] = threshold(*this, index, code_.front(), code_.back());
+  }
+  constexpr std::uint32_t kExponentMask = 0x7F800000u;
+  for (std::uint32_t bucket = 0; bucket < lowest_.size(); ++bucket) {
     const std::uint32_t low = bucket << kBucketShift;
+    if ((low & kExponentMask) == kExponentMask) continue;  // infinities and NaNs: after clamping only NaN, index 0
     const std::uint8_t a = nearest_by_scan(float_of(low));
     const std::uint8_t b = nearest_by_scan(float_of(low | ((1u << kBucketShift) - 1)));
-    buckets_[bucket] = {std::min(a, b), std::max(a, b)};
+    HPCTRAIN_CHECK(std::max(a, b) - std::min(a, b) <= 3,
+                   "quantization map too dense for the lookup: floats with top bits {:#x} round to indices {}..{}",
+                   bucket, std::min(a, b), std::max(a, b));
+    lowest_[bucket] = std::min(a, b);
   }
 }
 
-std::uint8_t Quantizer::nearest(float x) const {
-  const auto& [first, last] = buckets_[bits_of(x) >> kBucketShift];
-  const float y = std::clamp(x, code_.front(), code_.back());
-  if (last - first > 3) return nearest_in(code_, y, first, last);  // only the bucket of infinities and NaNs
-  // Four candidates without branches (the last repeated when fewer): what nearest_in computes.
-  int best = first;
-  float best_distance = std::fabs(y - code_[first]);
-  for (int k = 1; k <= 3; ++k) {
-    const int i = std::min(first + k, static_cast<int>(last));
-    const float distance = std::fabs(y - code_[static_cast<size_t>(i)]);
-    best = distance < best_distance ? i : best;
-    best_distance = distance < best_distance ? distance : best_distance;
-  }
-  return static_cast<std::uint8_t>(best);
-}
-
-std::uint8_t Quantizer::nearest_by_scan(float x) const {
-  return nearest_in(code_, std::clamp(x, code_.front(), code_.back()), 0, 255);
-}
+std::uint8_t Quantizer::nearest_by_scan(float x) const { return nearest_in(code_, clamp(x), 0, 255); }
 
 const Quantizer& signed_dynamic() {
   static const Quantizer quantizer(dynamic_map(true));
@@ -124,22 +137,70 @@ const Quantizer& unsigned_dynamic() {
   return quantizer;
 }
 
-float quantize_block(const Quantizer& quantizer, const float* x, int64_t n, std::uint8_t* codes) {
-  float absmax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {  // NaN is skipped, as bitsandbytes' fmax does
-    const float magnitude = std::fabs(x[i]);
-    absmax = magnitude > absmax ? magnitude : absmax;
+namespace {
+
+// max |x[i]| over n floats, NaN skipped (as bitsandbytes' fmax does). Eight running maxima, so the loop
+// vectorizes: a maximum does not depend on the order the values are taken in.
+float block_absmax(const float* x, int64_t n) {
+  constexpr int kLanes = 8;
+  float lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int k = 0; k < kLanes; ++k) {
+      const float magnitude = std::fabs(x[i + k]);
+      lanes[k] = magnitude > lanes[k] ? magnitude : lanes[k];
+    }
   }
+  for (; i < n; ++i) lanes[0] = std::fabs(x[i]) > lanes[0] ? std::fabs(x[i]) : lanes[0];
+  return *std::max_element(lanes, lanes + kLanes);
+}
+
+// y[i] = clamp(x[i] / absmax, low, high) (Quantizer::clamp) for i < n.
+HPCTRAIN_VECTOR_CLONES
+void scale_and_clamp(const float* __restrict x, float absmax, float low, float high, int64_t n, float* __restrict y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float scaled = x[i] / absmax;
+    y[i] = scaled < low ? low : high < scaled ? high : scaled;
+  }
+}
+
+// Quantizer::nearest_clamped over n floats, on raw arrays. Hardware gathers (AVX2 _mm256_i32gather_*) made
+// this loop and dequantize_block's slower on AMD Zen 5 (8-bit AdamW 4.5-5.7 against 4.1 ns per parameter),
+// so both stay scalar; the lowest-index table is one byte per bucket (16 KiB per map) to stay in L1.
+void nearest_clamped_n(const std::uint8_t* __restrict lowest, const float* __restrict thresholds,
+                       const float* __restrict y, int64_t n, std::uint8_t* __restrict codes) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int low = lowest[bits_of(y[i]) >> Quantizer::kBucketShift];
+    const float* above = thresholds + low + 1;
+    codes[i] = static_cast<std::uint8_t>(low + (y[i] >= above[0]) + (y[i] >= above[1]) + (y[i] >= above[2]));
+  }
+}
+
+}  // namespace
+
+void Quantizer::nearest_clamped(const float* y, int64_t n, std::uint8_t* codes) const {
+  nearest_clamped_n(lowest_.data(), thresholds_.data(), y, n, codes);
+}
+
+float quantize_block(const Quantizer& quantizer, const float* x, int64_t n, std::uint8_t* codes) {
+  const float absmax = block_absmax(x, n);
   if (absmax == 0.0f) {
     std::fill(codes, codes + n, quantizer.nearest(0.0f));
     return absmax;
   }
-  for (int64_t i = 0; i < n; ++i) codes[i] = quantizer.nearest(x[i] / absmax);
+  // Two loops that vectorize: the division and clamp, then the lookup (a gather and three comparisons).
+  float scaled[kBlockSize];
+  for (int64_t start = 0; start < n; start += kBlockSize) {
+    const int64_t len = std::min(kBlockSize, n - start);
+    scale_and_clamp(x + start, absmax, quantizer.code().front(), quantizer.code().back(), len, scaled);
+    quantizer.nearest_clamped(scaled, len, codes + start);
+  }
   return absmax;
 }
 
 void dequantize_block(const Quantizer& quantizer, const std::uint8_t* codes, float absmax, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = quantizer.value(codes[i]) * absmax;
+  const float* code = quantizer.code().data();
+  for (int64_t i = 0; i < n; ++i) out[i] = code[codes[i]] * absmax;
 }
 
 Quantized quantize_blockwise(const at::Tensor& x, const Quantizer& quantizer) {

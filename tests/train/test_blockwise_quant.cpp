@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -72,6 +73,28 @@ BOOST_AUTO_TEST_CASE(bucketed_lookup_equals_the_full_scan) {
     BOOST_TEST(wrong == 0);
     // Exact map values map to themselves; ties between two neighbours go to the lower index.
     for (int i = 0; i < 256; ++i) BOOST_TEST(q->nearest(q->value(static_cast<std::uint8_t>(i))) == i);
+  }
+}
+
+// The array lookup quantize_block uses (clamp, then thresholds over a whole block) gives the scan's index
+// for every hard float and the special ones: NaN (index 0, as the scan), infinities, signed zeros, subnormals.
+BOOST_AUTO_TEST_CASE(block_lookup_equals_the_full_scan) {
+  for (const quant::Quantizer* q : {&quant::signed_dynamic(), &quant::unsigned_dynamic()}) {
+    std::vector<float> xs = hard_floats(q->code());
+    const float inf = std::numeric_limits<float>::infinity();
+    xs.insert(xs.end(), {std::nanf(""), -std::nanf(""), inf, -inf, 0.0f, -0.0f, float_of(1), float_of(0x80000001u)});
+    std::vector<float> clamped(xs.size());
+    std::transform(xs.begin(), xs.end(), clamped.begin(), [&](float x) { return q->clamp(x); });
+    std::vector<std::uint8_t> codes(xs.size());
+    q->nearest_clamped(clamped.data(), static_cast<int64_t>(clamped.size()), codes.data());
+    int wrong = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      const bool differs = codes[i] != q->nearest_by_scan(xs[i]) || q->nearest(xs[i]) != codes[i];
+      if (differs) BOOST_TEST_MESSAGE("x = " << std::hexfloat << xs[i] << ": " << int(codes[i]) << " != " << int(q->nearest_by_scan(xs[i])));
+      wrong += differs;
+    }
+    BOOST_TEST(wrong == 0);
+    BOOST_TEST(q->nearest(std::nanf("")) == 0);
   }
 }
 
