@@ -5,14 +5,14 @@
 # foreach, torch.optim.SGD, transformers' Adafactor, bitsandbytes' AdamW8bit), same thread count, one model
 # and thread count at a time, the two sides back to back. The whole matrix runs REPEATS times (default 3);
 # each figure is the median run with the min-max. Builds nothing.
-# Usage: [REPEATS=3] [PYTHON=/work/venv-torch2/bin/python] bench/optim/run.sh BUILD_DIR [THREADS...]  (default: 1)
+# Usage: [REPEATS=3] [PYTHON=.venv-torch2/bin/python] bench/optim/run.sh BUILD_DIR [THREADS...]  (default: 1)
 set -euo pipefail
 
 usage="usage: $0 BUILD_DIR [THREADS...]   (build first: cmake --build BUILD_DIR --target bench_optim)"
 build_dir=${1:?$usage}
 shift
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-python=${PYTHON:-/work/venv-torch2/bin/python}
+python=${PYTHON:-$here/../../.venv-torch2/bin/python}  # scripts/setup-torch2.sh makes this venv
 [[ -x $build_dir/bench/bench_optim ]] || { echo "error: no $build_dir/bench/bench_optim; $usage" >&2; exit 1; }
 "$python" -c 'import torch' 2>/dev/null || { echo "error: $python cannot import torch (set PYTHON)" >&2; exit 1; }
 thread_counts=("$@")

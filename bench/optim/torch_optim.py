@@ -12,7 +12,7 @@ state_bytes: bytes of every tensor in optimizer.state (bitsandbytes' qmaps and s
 state_bytes_2d: the same over the parameters with two or more dimensions.
 An optimizer whose library is missing or fails here prints {"optim", "error"} instead.
 
-Usage (with /work/venv-torch2/bin/python or any Python with torch): torch_optim.py --model distilbert|distilbert-base
+Usage (with .venv-torch2/bin/python from scripts/setup-torch2.sh, or any Python with torch): torch_optim.py --model distilbert|distilbert-base
   [--optim NAME[,NAME...]] [--threads N=1] [--steps S=10] [--warmup W=2]
 """
 import argparse
