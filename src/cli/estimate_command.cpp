@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/train/optimizer.hpp"
@@ -77,6 +78,11 @@ int estimate_memory_command(const Args& args) {
   if (!a.json) std::fputs(train::format_table(estimate).c_str(), stdout);
   std::fflush(stdout);
   bool within = true;
+  if (a.json) {  // stdout holds the JSON alone (--measure's step logs notes)
+    log::Context quiet = log::context();
+    quiet.quiet = true;
+    log::set_context(quiet);
+  }
   if (a.measure) within = report_measurement(estimate, train::measure_training_step(config, options, a.threads), a, json);
   if (a.json) std::printf("%s\n", json.dump(2).c_str());
   if (!within) std::fprintf(stderr, "estimate-memory: the estimate is off the measured peak by more than --tolerance %g\n", a.tolerance);

@@ -29,11 +29,12 @@ int64_t read_or_fail(std::optional<int64_t> bytes, const char* what) {
 }  // namespace
 
 MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstimateOptions& options, int threads) {
-  HPCTRAIN_CHECK(options.precision == "fp32", "--measure runs fp32 steps only (got --precision {})", options.precision);
-  HPCTRAIN_CHECK(!options.gradient_checkpointing, "--measure runs without gradient checkpointing");
   const std::unique_ptr<dist::Comm> comm = dist::make_single_process_comm();
   AcceleratorOptions accelerator_options;
   accelerator_options.threads = threads;
+  // The step `hpctrain train` runs with these options: bf16 autocast around forward, layers recomputed in backward.
+  accelerator_options.mixed_precision = options.precision == "bf16" ? MixedPrecision::bf16 : MixedPrecision::no;
+  accelerator_options.gradient_checkpointing = options.gradient_checkpointing;
   Accelerator accelerator(*comm, accelerator_options);
   const models::ModelInputs inputs = random_token_batch(config, options);
   HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
@@ -44,7 +45,12 @@ MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstim
     accelerator.prepare_model(*model);
     const auto optimizer = make_optimizer(options.optimizer, model->named_parameters().pairs());
     model->train();
-    accelerator.backward(model->forward(inputs).loss);
+    at::Tensor loss;
+    {
+      const AutocastRegion region = accelerator.autocast();
+      loss = model->forward(inputs).loss;
+    }
+    accelerator.backward(loss);
     optimizer->step(1e-5);
   }
   measured.peak_bytes = read_or_fail(core::peak_resident_bytes(), "VmHWM") - measured.baseline_bytes;

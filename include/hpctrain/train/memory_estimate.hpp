@@ -66,9 +66,10 @@ struct MeasuredStep {
   int64_t baseline_bytes = 0;  // resident memory before the model was built
 };
 // One real training step in this process: model, gradient reducer (single-process Comm), optimizer,
-// forward/backward/step on random token ids of options.batch_size x options.sequence_length. Measures the
-// peak resident set size (VmHWM, reset first). Error when /proc/self cannot be read, or for what the step
-// cannot run here (bf16 autocast and gradient checkpointing belong to the trainer).
+// forward/backward/step on random token ids of options.batch_size x options.sequence_length, under bf16
+// autocast for precision bf16 and with the layers recomputed in backward for gradient_checkpointing, as
+// `hpctrain train` runs them. Measures the peak resident set size (VmHWM, reset first). Error when
+// /proc/self cannot be read.
 [[nodiscard]] MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstimateOptions& options,
                                                  int threads);
 
