@@ -44,12 +44,10 @@ inline int64_t benchmark_batch(const std::string& model) {
   return model == "distilbert" ? 16 : model == "distilbert-base" ? 32 : 64;
 }
 
-// Random inputs and labels from LibTorch's current generator.
-inline models::ModelInputs benchmark_inputs(const std::string& model) {
-  const int64_t batch = benchmark_batch(model);
+// Random inputs and labels from LibTorch's current generator: `batch` examples, sequences of `length` tokens.
+inline models::ModelInputs benchmark_inputs(const std::string& model, int64_t batch, int64_t length) {
   models::ModelInputs inputs;
   if (model != "cnn") {
-    const int64_t length = 128;
     inputs.input_ids = at::randint(0, 30522, {batch, length}, at::kLong);
     inputs.attention_mask = at::ones({batch, length}, at::kLong);
     inputs.labels = at::randint(0, 2, {batch}, at::kLong);
@@ -58,6 +56,11 @@ inline models::ModelInputs benchmark_inputs(const std::string& model) {
     inputs.labels = at::randint(0, 10, {batch}, at::kLong);
   }
   return inputs;
+}
+
+// The benchmark batch (benchmark_batch(model) examples, 128 tokens).
+inline models::ModelInputs benchmark_inputs(const std::string& model) {
+  return benchmark_inputs(model, benchmark_batch(model), 128);
 }
 
 // Median of step times (not empty).

@@ -66,17 +66,18 @@ class Cnn(nn.Module):
         return self.classifier(self.features(pixels).flatten(1))
 
 
-def build(name):
+def build(name, batch=None, length=128):
     """The benchmark model `name` (random init from the current seed), its arguments for one random batch,
-    and that batch's labels (16 sequences of 128 tokens, 32 for distilbert-base, or 64 images)."""
+    and that batch's labels (16 sequences of `length` = 128 tokens, 32 for distilbert-base, or 64 images;
+    `batch` overrides the count)."""
     if name in ("distilbert", "distilbert-base"):
-        batch, length = (16, 128) if name == "distilbert" else (32, 128)
+        batch = batch or (16 if name == "distilbert" else 32)
         model = distilbert_for_sequence_classification(DISTILBERT if name == "distilbert" else DISTILBERT_BASE)
         input_ids = torch.randint(0, DISTILBERT["vocab_size"], (batch, length))
         attention_mask = torch.ones(batch, length, dtype=torch.long)
         labels = torch.randint(0, DISTILBERT["num_labels"], (batch,))
         return model, (input_ids, attention_mask), labels
-    batch = 64
+    batch = batch or 64
     model = Cnn(CNN)
     pixels = torch.randn(batch, CNN["in_channels"], CNN["image_size"], CNN["image_size"])
     labels = torch.randint(0, CNN["num_labels"], (batch,))
