@@ -20,10 +20,10 @@ namespace hpctrain::core {
 // so mpirun/srun never notice). HPCTRAIN_BLAS_FIXED guards against a second re-exec; the user's own
 // OPENBLAS_CORETYPE and HPCTRAIN_BLAS_FIX=0 always win. tests/blas checks that the chosen kernels give the
 // generic ones' GEMM results within fp32 rounding. A CPU with AVX-512 that OpenBLAS 0.3.21 gives its AVX2
-// kernels (Haswell or Zen, for a CPU model it does not know) also
-// gets SkylakeX: measured on a Zen 5 (EPYC, family 26), the DistilBERT benchmark step takes 0.53-0.60 s with
-// SkylakeX against 0.87-0.92 s with Haswell and 1.97-2.21 s with Prescott (bench/README.md). Left to itself,
-// OpenBLAS picks Cooperlake (AVX-512 + bf16) on that Zen 5, which the fix leaves alone.
+// kernels (Haswell or Zen, for a CPU model it does not know) also gets SkylakeX: measured on a Zen 5 (EPYC,
+// family 26), the DistilBERT benchmark step takes 0.53-0.60 s with SkylakeX against 0.87-0.92 s with Haswell
+// and 1.97-2.21 s with Prescott (bench/README.md). Left to itself, OpenBLAS picks Cooperlake (AVX-512 + bf16)
+// on that Zen 5, which the fix leaves alone.
 
 namespace {
 
