@@ -20,7 +20,7 @@ constexpr const char* kUsage =
 
 struct Texts {  // options parsed as text, converted after parsing
   std::string data, model, tokenizer, output, shuffle = "shard", overlap = "on", mixed_precision = "no",
-      loss_scale = "auto";
+      loss_scale = "auto", grad_reduce_dtype;  // grad_reduce_dtype: its default comes from AcceleratorOptions
 };
 
 po::options_description data_group(train::TrainOptions& o, Texts& t) {
@@ -123,7 +123,11 @@ po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
       ("collective-timeout", po::value(&o.accelerator.collective_timeout)->default_value(o.accelerator.collective_timeout),
        "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
       ("local-sgd-steps", po::value(&o.accelerator.local_sgd_steps)->default_value(0), "Local SGD: no gradient allreduce; "
-       "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off");
+       "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off")
+      ("grad-reduce-dtype",
+       po::value(&t.grad_reduce_dtype)->default_value(std::string(train::to_string(o.accelerator.grad_reduce_dtype))),
+       "fp32 | bf16: the dtype gradients travel in while the ranks average them (bf16: half the bytes, rounded to "
+       "8 significant bits; the averages, weights and optimizer state stay fp32)");
   return g;
 }
 
@@ -202,6 +206,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.accelerator.overlap = parse_on_off(texts.overlap, "overlap");
   options.accelerator.mixed_precision = train::parse_mixed_precision(texts.mixed_precision);
   options.accelerator.loss_scaling = train::parse_loss_scaling(texts.loss_scale);
+  options.accelerator.grad_reduce_dtype = train::parse_grad_reduce_dtype(texts.grad_reduce_dtype);
   options.progress = values.count("no-progress") == 0;
   options.eval_split_required = !values["eval-split"].defaulted();
   core::install_stop_handlers();  // Note [Stop agreement]

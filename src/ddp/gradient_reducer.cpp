@@ -63,6 +63,16 @@
 // embedding gradients, have no zero rows. The buckets hold the reduction dtype (float32 for half
 // parameters), so half-precision parameters are averaged in float32.
 //
+// Note [bf16 gradient reduction]
+// With ReducerOptions::wire_dtype bf16 (--grad-reduce-dtype bf16) every allreduce of gradients — dense
+// buckets, the rows of a row-sparse bucket, late gradients — packs its float32 (or float64) values into a
+// bf16 copy (torch's .to(bfloat16): round to nearest, ties to even, inf stays inf), allreduce-sums that
+// copy (Note [bf16 reduction] in include/hpctrain/dist/comm.hpp: identical bits on every rank), and unpacks
+// it into the bucket, where the division by world_size happens in float32: dividing before packing would
+// round twice, and 1/world_size is exact only for powers of two. The late-gradient flags ride along: sums
+// of 0/1 flags are exact in bf16 up to 256 ranks and stay non-zero beyond. With one rank nothing travels,
+// so nothing is packed. Local SGD's parameter averages (Note [Local SGD]) and the row marks stay exact.
+
 // Note [Device buckets]
 // Buckets live where the communicator can reduce them (Comm::accepts, Note [Device buffers]): on the CPU for
 // CPU parameters; on the parameters' GPU when MPI is CUDA-aware; otherwise in pinned host memory, so that
@@ -87,6 +97,8 @@ constexpr int64_t kRowSparseMinRows = 1024;
 // see CommThread::~CommThread).
 struct FlatBuffer {
   at::Tensor values;       // CPU, 1-D: gradients, then (last bucket, overlap) late-gradient flags
+  dist::DType wire = dist::DType::f32;  // f32 (values' own dtype) or bf16 (Note [bf16 gradient reduction])
+  at::Tensor packed;       // bf16 wire: the bf16 copy of values sent to allreduce (kept between steps)
   int64_t grad_numel = 0;  // elements that hold gradients; the rest are flags
   int64_t rows = 0;        // > 0: the gradients are one [rows, grad_numel / rows] matrix reduced by rows
   double seconds = 0;      // time of the last reduction (written by whoever reduced it)
@@ -102,6 +114,23 @@ bool aliases(const at::Tensor& a, const at::Tensor& b) {
 void allreduce_sum(dist::Comm& comm, const at::Tensor& values) {
   comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
                  dist::ReduceOp::sum);
+}
+
+// Sums contiguous `values` over the ranks, sent as `wire`; returns the bytes passed to allreduce.
+// `scratch` keeps the bf16 copy between calls. Note [bf16 gradient reduction].
+int64_t allreduce_sum_as(dist::Comm& comm, const at::Tensor& values, dist::DType wire, at::Tensor& scratch) {
+  if (wire != dist::DType::bf16) {
+    allreduce_sum(comm, values);
+    return values.nbytes();
+  }
+  const int64_t count = values.numel();
+  if (comm.world_size() == 1) return count * 2;
+  if (!scratch.defined() || scratch.numel() < count) scratch = at::empty({count}, values.options().dtype(at::kBFloat16));
+  at::Tensor packed = scratch.narrow(0, 0, count);
+  packed.copy_(values);
+  comm.allreduce(packed.data_ptr(), static_cast<std::size_t>(count), dist::DType::bf16, dist::ReduceOp::sum);
+  values.copy_(packed);
+  return count * 2;
 }
 
 // One byte per row of a contiguous [rows, width] matrix: 1 where the row holds a non-zero (NaN counts as
@@ -148,8 +177,7 @@ bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer) {
   at::Tensor packed_rows = packed.narrow(0, 0, selected * width).view({selected, width});
   at::index_select_out(packed_rows, grads, 0, rows);
   packed.narrow(0, selected * width, flags).copy_(buffer.values.narrow(0, buffer.grad_numel, flags));
-  allreduce_sum(comm, packed);
-  buffer.bytes += packed.nbytes();
+  buffer.bytes += allreduce_sum_as(comm, packed, buffer.wire, buffer.packed);
   if (comm.world_size() > 1) packed_rows.div_(comm.world_size());
   grads.index_copy_(0, rows, packed_rows);
   buffer.values.narrow(0, buffer.grad_numel, flags).copy_(packed.narrow(0, selected * width, flags));
@@ -162,8 +190,7 @@ void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std
   span::Span reduction(what, "communication", static_cast<int64_t>(bucket));
   buffer.bytes = 0;
   if (buffer.rows == 0 || !reduce_rows(comm, buffer)) {
-    allreduce_sum(comm, buffer.values);
-    buffer.bytes += buffer.values.nbytes();
+    buffer.bytes += allreduce_sum_as(comm, buffer.values, buffer.wire, buffer.packed);
     if (comm.world_size() > 1) buffer.values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
   }
   buffer.seconds = reduction.stop();
@@ -247,6 +274,8 @@ struct GradientReducer::Impl {
 
 GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_parameters, const ReducerOptions& options)
     : comm(caller_comm.duplicate()) {
+  HPCTRAIN_CHECK(options.wire_dtype == dist::DType::f32 || options.wire_dtype == dist::DType::bf16,
+                 "GradientReducer: ReducerOptions::wire_dtype must be f32 or bf16 (Note [bf16 gradient reduction])");
   overlap = options.overlap && comm->thread_level() == dist::ThreadLevel::multiple;
   if (options.overlap && !overlap) {
     pending_warnings += "gradient reducer: MPI did not provide MPI_THREAD_MULTIPLE, so gradients are reduced "
@@ -282,6 +311,7 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
       numel += params[index].param.numel();
     }
     bucket.buffer->grad_numel = numel;
+    bucket.buffer->wire = options.wire_dtype;
     const bool is_last = b + 1 == assignment.size();
     const at::ScalarType dtype = reduction_dtype(params[bucket.params.front()].param.scalar_type());
     bucket.buffer->values = at::zeros({numel + (is_last ? static_cast<int64_t>(late_flags) : 0)},
@@ -417,6 +447,7 @@ void GradientReducer::Impl::reduce_late_gradients() {
     FlatBuffer late;
     late.values = at::zeros_like(buckets[b].buffer->values);
     late.grad_numel = buckets[b].buffer->grad_numel;
+    late.wire = buckets[b].buffer->wire;
     for (std::size_t index : buckets[b].params) {
       const ParamSlot& slot = params[index];
       if (slot.late.defined()) late.values.narrow(0, slot.offset, slot.param.numel()).copy_(slot.late.reshape(-1));

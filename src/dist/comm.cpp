@@ -1,6 +1,7 @@
 #include "hpctrain/dist/comm.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/float_bits.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -23,6 +24,11 @@ std::vector<Chunk> split_into_chunks(std::size_t total, std::size_t max_chunk) {
     chunks.push_back({offset, std::min(max_chunk, total - offset)});
   }
   return chunks;
+}
+
+// Note [bf16 reduction]
+void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) inout[i] = f32_to_bf16(bf16_to_f32(in[i]) + bf16_to_f32(inout[i]));
 }
 
 std::unique_ptr<Comm> Comm::duplicate() {

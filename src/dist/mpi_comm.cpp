@@ -56,8 +56,29 @@ bool cuda_aware() {
 #endif
 }
 
+// Note [bf16 reduction]: the user operation MPI calls with `count` elements of bf16_type().
+void bf16_sum_op(void* in, void* inout, int* count, MPI_Datatype*) {
+  bf16_sum(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), static_cast<std::size_t>(*count));
+}
+
+// Made on first use (after MPI_Init, by whichever thread reduces first); MPI_Finalize frees them.
+struct Bf16Handles {
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op sum = MPI_OP_NULL;
+  Bf16Handles() {
+    HPCTRAIN_MPI_CHECK(MPI_Type_contiguous(2, MPI_BYTE, &type));
+    HPCTRAIN_MPI_CHECK(MPI_Type_commit(&type));
+    HPCTRAIN_MPI_CHECK(MPI_Op_create(&bf16_sum_op, /*commute=*/1, &sum));
+  }
+};
+const Bf16Handles& bf16_handles() {
+  static const Bf16Handles handles;
+  return handles;
+}
+
 MPI_Datatype to_mpi(DType dtype) {
   switch (dtype) {
+    case DType::bf16: return bf16_handles().type;
     case DType::u8: return MPI_UINT8_T;
     case DType::i32: return MPI_INT32_T;
     case DType::i64: return MPI_INT64_T;
@@ -67,7 +88,12 @@ MPI_Datatype to_mpi(DType dtype) {
   return MPI_BYTE;
 }
 
-MPI_Op to_mpi(ReduceOp op) {
+// bf16 has only its user operation (Note [bf16 reduction]).
+MPI_Op to_mpi(ReduceOp op, DType dtype) {
+  if (dtype == DType::bf16) {
+    HPCTRAIN_CHECK(op == ReduceOp::sum, "allreduce of bf16: only ReduceOp::sum is supported (got max or min)");
+    return bf16_handles().sum;
+  }
   switch (op) {
     case ReduceOp::sum: return MPI_SUM;
     case ReduceOp::max: return MPI_MAX;
@@ -79,6 +105,7 @@ MPI_Op to_mpi(ReduceOp op) {
 std::size_t size_of(DType dtype) {
   switch (dtype) {
     case DType::u8: return 1;
+    case DType::bf16: return 2;
     case DType::i32: case DType::f32: return 4;
     case DType::i64: case DType::f64: return 8;
   }
@@ -210,7 +237,7 @@ class MpiComm final : public Comm {
     auto* bytes = static_cast<uint8_t*>(data);
     for (const Chunk& chunk : split_into_chunks(count, kMaxCount)) {
       HPCTRAIN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bytes + chunk.offset * size_of(dtype),
-                                       static_cast<int>(chunk.count), to_mpi(dtype), to_mpi(op), comm_));
+                                       static_cast<int>(chunk.count), to_mpi(dtype), to_mpi(op, dtype), comm_));
     }
   }
 

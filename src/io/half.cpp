@@ -46,8 +46,6 @@ float f16_to_f32(std::uint16_t bits) {
   return float_of(sign | ((113u - shift) << 23) | ((mantissa & 0x3FFu) << 13));
 }
 
-float bf16_to_f32(std::uint16_t bits) { return float_of(static_cast<std::uint32_t>(bits) << 16); }
-
 std::uint16_t f32_to_f16(float value) {
   const std::uint32_t bits = bits_of(value);
   const auto sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
@@ -63,13 +61,6 @@ std::uint16_t f32_to_f16(float value) {
   if (exponent < 102) return sign;  // below 2^-25: rounds to zero
   const std::uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
   return sign | static_cast<std::uint16_t>(shift_right_round_even(mantissa, 126u - exponent));
-}
-
-std::uint16_t f32_to_bf16(float value) {
-  const std::uint32_t bits = bits_of(value);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;  // NaN -> canonical quiet NaN
-  // Rounding cannot overflow 32 bits: the largest finite float rounds to inf (0x7F80), inf stays inf.
-  return static_cast<std::uint16_t>(shift_right_round_even(bits, 16));
 }
 
 void convert_to_f32(DType dtype, const std::byte* in, std::size_t count, float* out) {

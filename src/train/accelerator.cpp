@@ -84,7 +84,8 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
   set_threads(threads_);
   device_ = select_device(options_.device, comm_.local_rank(), comm_.local_size());
-  precision_ = PrecisionPolicy(options_.mixed_precision, options_.loss_scaling, device_.type());
+  precision_ = PrecisionPolicy(options_.mixed_precision, options_.loss_scaling, options_.grad_reduce_dtype,
+                               device_.type());
   if (const std::string note = precision_.startup_note(); !note.empty()) log::info("{}", note);
 }
 
@@ -108,6 +109,7 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
   reducer_options.first_bucket_bytes = mib_to_bytes(options_.first_bucket_mb);
   reducer_options.bucket_bytes = mib_to_bytes(options_.bucket_mb);
   reducer_options.overlap = options_.overlap;
+  reducer_options.wire_dtype = precision_.gradient_wire_dtype();
   reducer_ = std::make_unique<ddp::GradientReducer>(comm_, std::move(trainable), reducer_options);
   if (options_.local_sgd_steps > 0) reducer_->set_sync(false);  // Note [Local SGD]: no gradient averaging
   if (options_.gradient_checkpointing) enable_gradient_checkpointing(model);

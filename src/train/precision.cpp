@@ -35,6 +35,14 @@ LossScaling parse_loss_scaling(std::string_view text) {
 
 std::string_view to_string(LossScaling value) { return value == LossScaling::dynamic ? "dynamic" : "auto"; }
 
+GradReduceDtype parse_grad_reduce_dtype(std::string_view text) {
+  if (text == "fp32") return GradReduceDtype::fp32;
+  if (text == "bf16") return GradReduceDtype::bf16;
+  fail("--grad-reduce-dtype '{}': expected fp32 or bf16", text);
+}
+
+std::string_view to_string(GradReduceDtype value) { return value == GradReduceDtype::bf16 ? "bf16" : "fp32"; }
+
 DynamicLossScaler::DynamicLossScaler(Options options) : options_(options) {
   HPCTRAIN_CHECK(options_.init_scale > 0 && std::isfinite(options_.init_scale) && options_.growth_factor > 1 &&
                  options_.backoff_factor > 0 && options_.backoff_factor < 1 && options_.growth_interval >= 1,
@@ -72,8 +80,9 @@ void DynamicLossScaler::load_json(const nlohmann::json& json, const std::string&
   state_ = State{scale, tracker};
 }
 
-PrecisionPolicy::PrecisionPolicy(MixedPrecision mixed_precision, LossScaling loss_scaling, c10::DeviceType device)
-    : mixed_precision_(mixed_precision), device_(device) {
+PrecisionPolicy::PrecisionPolicy(MixedPrecision mixed_precision, LossScaling loss_scaling,
+                                 GradReduceDtype grad_reduce_dtype, c10::DeviceType device)
+    : mixed_precision_(mixed_precision), grad_reduce_dtype_(grad_reduce_dtype), device_(device) {
   HPCTRAIN_CHECK(mixed_precision != MixedPrecision::fp16 || device == c10::DeviceType::CUDA,
                  "--mixed-precision fp16 needs --device cuda: LibTorch's CPU autocast has no float16 kernels (this "
                  "rank's device is {})\n  hint: use --mixed-precision bf16 on CPUs (native on AVX512-BF16 / AMX); "
@@ -88,6 +97,10 @@ std::optional<c10::ScalarType> PrecisionPolicy::autocast_dtype() const {
     case MixedPrecision::no: break;
   }
   return std::nullopt;
+}
+
+dist::DType PrecisionPolicy::gradient_wire_dtype() const {
+  return grad_reduce_dtype_ == GradReduceDtype::bf16 ? dist::DType::bf16 : dist::DType::f32;
 }
 
 std::string PrecisionPolicy::startup_note() const {

@@ -81,6 +81,10 @@ void check_distributed(const TrainOptions& o) {
                  "supported: the ranks agree on skipped steps through the averaged gradients, which Local SGD does "
                  "not form\n  hint: use --mixed-precision bf16 (no loss scaling) or drop --local-sgd-steps",
                  a.local_sgd_steps);
+  // Local SGD averages parameters, never gradients: a bf16 gradient wire would silently do nothing.
+  HPCTRAIN_CHECK(a.local_sgd_steps == 0 || a.grad_reduce_dtype == GradReduceDtype::fp32,
+                 "--grad-reduce-dtype bf16 with --local-sgd-steps {} is not supported: Local SGD reduces no gradients "
+                 "(it averages the parameters, in fp32)\n  hint: drop one of the two options", a.local_sgd_steps);
 }
 
 void check_outputs(const TrainOptions& o) {
@@ -119,6 +123,7 @@ std::string to_text(data::ShuffleMode value) { return std::string(data::to_strin
 std::string to_text(bool value) { return value ? "true" : "false"; }
 std::string to_text(MixedPrecision value) { return std::string(to_string(value)); }
 std::string to_text(LossScaling value) { return std::string(to_string(value)); }
+std::string to_text(GradReduceDtype value) { return std::string(to_string(value)); }
 template <typename Number>
 std::string to_text(Number value) { return fmt::format("{}", value); }
 
@@ -182,6 +187,7 @@ const OptionField kFields[] = {
     {"--collective-timeout", kValue, accelerator_text_of<&A::collective_timeout>},
     {"--mixed-precision", kValue, accelerator_text_of<&A::mixed_precision>},
     {"--loss-scale", kValue, accelerator_text_of<&A::loss_scaling>},
+    {"--grad-reduce-dtype", kValue, accelerator_text_of<&A::grad_reduce_dtype>},
     {"--gradient-checkpointing", kValue, accelerator_text_of<&A::gradient_checkpointing>},
     {"--local-sgd-steps", kValue, accelerator_text_of<&A::local_sgd_steps>},
     {"--check-sync-every", kValue, text_of<&O::check_sync_every>},

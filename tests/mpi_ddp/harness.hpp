@@ -33,5 +33,6 @@ void structure_and_sync_checks(hpctrain::dist::Comm& comm);
 void row_sparse_buckets(hpctrain::dist::Comm& comm);
 void gradient_views(hpctrain::dist::Comm& comm);
 void local_sgd_average(hpctrain::dist::Comm& comm);
+void bf16_wire(hpctrain::dist::Comm& comm);
 
 }  // namespace mpi_test

@@ -114,15 +114,15 @@ BOOST_AUTO_TEST_CASE(the_scaler_state_round_trips_and_bad_state_is_named) {
 }
 
 BOOST_AUTO_TEST_CASE(fp16_without_cuda_is_an_error_naming_the_option) {
-  const std::string message = error_message([] { PrecisionPolicy(MixedPrecision::fp16, LossScaling::automatic, c10::DeviceType::CPU); });
+  const std::string message = error_message([] { PrecisionPolicy(MixedPrecision::fp16, LossScaling::automatic, GradReduceDtype::fp32, c10::DeviceType::CPU); });
   BOOST_TEST(message.find("--mixed-precision fp16 needs --device cuda") != std::string::npos, message);
   auto comm = dist::make_single_process_comm();
   AcceleratorOptions options;
   options.device = "cpu", options.threads = 1, options.mixed_precision = MixedPrecision::fp16;
   BOOST_TEST(error_message([&] { Accelerator acc(*comm, options); }).find("--mixed-precision") != std::string::npos);
-  BOOST_TEST(PrecisionPolicy(MixedPrecision::fp16, LossScaling::automatic, c10::DeviceType::CUDA).scaler() != nullptr);
-  BOOST_TEST(PrecisionPolicy(MixedPrecision::bf16, LossScaling::automatic, c10::DeviceType::CPU).scaler() == nullptr);
-  BOOST_TEST(PrecisionPolicy(MixedPrecision::no, LossScaling::dynamic, c10::DeviceType::CPU).scaler() != nullptr);
+  BOOST_TEST(PrecisionPolicy(MixedPrecision::fp16, LossScaling::automatic, GradReduceDtype::fp32, c10::DeviceType::CUDA).scaler() != nullptr);
+  BOOST_TEST(PrecisionPolicy(MixedPrecision::bf16, LossScaling::automatic, GradReduceDtype::fp32, c10::DeviceType::CPU).scaler() == nullptr);
+  BOOST_TEST(PrecisionPolicy(MixedPrecision::no, LossScaling::dynamic, GradReduceDtype::fp32, c10::DeviceType::CPU).scaler() != nullptr);
   BOOST_TEST(error_message([] { (void)parse_mixed_precision("fp8"); }) == "--mixed-precision 'fp8': expected no, bf16 or fp16");
 }
 

@@ -22,6 +22,11 @@ struct ReducerOptions {
   // Reduce buckets on a communication thread while backward still runs. Needs MPI_THREAD_MULTIPLE;
   // without it the reducer falls back to reducing everything in finalize() and says so once.
   bool overlap = true;
+  // The dtype gradients travel in: f32, or bf16 (half the bytes; each rank rounds its float32 gradients to
+  // bf16, the ranks sum them as bf16, the sums come back as float32 and are divided by world_size there;
+  // Note [bf16 gradient reduction] in src/ddp/gradient_reducer.cpp). float64 parameters travel as float64
+  // with f32.
+  dist::DType wire_dtype = dist::DType::f32;
 };
 
 // Communication of one synced step (last_step_stats) or summed over all synced steps (total_stats).

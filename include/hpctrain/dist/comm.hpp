@@ -14,8 +14,22 @@ namespace hpctrain::dist {
 
 class CollectiveWatchdog;  // src/dist/mpi_comm.cpp
 
-enum class DType { u8, i32, i64, f32, f64 };
+// bf16: bfloat16 bits in uint16_t, reduced with ReduceOp::sum only (bf16_sum; Note [bf16 reduction]).
+enum class DType { u8, i32, i64, f32, f64, bf16 };
 enum class ReduceOp { sum, max, min };
+
+// Note [bf16 reduction]
+// MPI has no standard bfloat16 type, so the MPI communicator reduces DType::bf16 with a user operation
+// (MPI_Op_create, commutative) over a 2-byte contiguous datatype, and that operation is bf16_sum: each pair
+// is widened to float32 (exact), added in float32 and rounded back to bf16 (nearest, ties to even), with
+// every NaN written as the canonical 0x7FC0. The operation is commutative bit for bit (a float32 addition
+// is; NaN payloads, the one exception, are canonicalized), so every reduction schedule Open MPI's
+// allreduce uses (recursive doubling, ring, Rabenseifner: each partial sum is either computed by one rank
+// and sent, or computed by both partners from the same two operands) leaves identical bits on every rank;
+// tests/mpi_ddp/bf16_cases.cpp checks it. Inf stays inf (and inf + -inf is NaN), so an overflow flag read
+// from the reduced values still sees it. An NCCL communicator would map DType::bf16 to ncclBfloat16.
+// inout[i] = bf16(float(in[i]) + float(inout[i])) for i < count.
+void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
 
 // What MPI allows threads to do (the `provided` level of MPI_Init_thread), weakest first.
 enum class ThreadLevel { single, funneled, serialized, multiple };

@@ -5,6 +5,7 @@
 // kept, BF16 0x7FC0 (as c10's scalar path; torch's vector path may give other NaN bit patterns).
 #pragma once
 
+#include "hpctrain/core/float_bits.hpp"
 #include "hpctrain/io/dtype.hpp"
 
 #include <cstddef>
@@ -14,9 +15,9 @@
 namespace hpctrain::io {
 
 [[nodiscard]] float f16_to_f32(std::uint16_t bits);
-[[nodiscard]] float bf16_to_f32(std::uint16_t bits);
+using hpctrain::bf16_to_f32;  // core/float_bits.hpp (the gradient reducer's bf16 wire uses them too)
 [[nodiscard]] std::uint16_t f32_to_f16(float value);
-[[nodiscard]] std::uint16_t f32_to_bf16(float value);
+using hpctrain::f32_to_bf16;
 
 // Converts `count` elements of F16, BF16, F32 or F64 little-endian bytes (any alignment) to float32.
 // F64 rounds to nearest; any other dtype throws Error.

@@ -29,6 +29,8 @@ struct AcceleratorOptions {
   // Autocast region of forward and loss (autocast()); fp16 needs CUDA. Weights stay float32.
   MixedPrecision mixed_precision = MixedPrecision::no;
   LossScaling loss_scaling = LossScaling::automatic;  // dynamic: scale the loss with any precision
+  // The dtype gradients are averaged in across ranks: bf16 halves the bytes (PrecisionPolicy owns it).
+  GradReduceDtype grad_reduce_dtype = GradReduceDtype::fp32;
   bool gradient_checkpointing = false;  // transformer layers recompute in backward (Note [Layer checkpointing])
   int64_t local_sgd_steps = 0;          // > 0: Local SGD, parameters averaged every K steps (local_sgd_step()); 0 = off
 };

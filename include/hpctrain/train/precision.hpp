@@ -1,5 +1,5 @@
-// Mixed precision: the options (--mixed-precision, --loss-scale), the dynamic loss scaler and the policy
-// an Accelerator owns (autocast region, loss scaling). Weights, the gradients the optimizer sees and its
+// Mixed precision: the options (--mixed-precision, --loss-scale, --grad-reduce-dtype), the dynamic loss scaler
+// and the policy an Accelerator owns (autocast region, the dtype gradients are averaged in, loss scaling). Weights, the gradients the optimizer sees and its
 // state stay float32 (master weights); autocast casts copies of the weights for the matrix products.
 #pragma once
 
@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "hpctrain/dist/comm.hpp"
+
 namespace hpctrain::train {
 
 // Accelerate's --mixed_precision names.
@@ -20,10 +22,16 @@ enum class MixedPrecision { no, bf16, fp16 };
 // path that tests the scaler, since fp16 kernels need CUDA).
 enum class LossScaling { automatic, dynamic };
 
+// --grad-reduce-dtype: the dtype gradients travel in while the ranks average them (fp32, or bf16: half the
+// bytes; Note [bf16 gradient reduction] in src/ddp/gradient_reducer.cpp).
+enum class GradReduceDtype { fp32, bf16 };
+
 [[nodiscard]] MixedPrecision parse_mixed_precision(std::string_view text);  // Error naming --mixed-precision
 [[nodiscard]] std::string_view to_string(MixedPrecision value);
 [[nodiscard]] LossScaling parse_loss_scaling(std::string_view text);  // Error naming --loss-scale
 [[nodiscard]] std::string_view to_string(LossScaling value);
+[[nodiscard]] GradReduceDtype parse_grad_reduce_dtype(std::string_view text);  // Error naming --grad-reduce-dtype
+[[nodiscard]] std::string_view to_string(GradReduceDtype value);
 
 // Dynamic loss scaling with torch.cuda.amp.GradScaler's semantics: the loss is multiplied by scale()
 // before backward; a step whose (unscaled) gradients hold inf/NaN is skipped and the scale multiplied by
@@ -67,13 +75,18 @@ inline constexpr const char* kScalerName = "scaler.json";
 class PrecisionPolicy {
  public:
   // Error naming --mixed-precision for fp16 on a CPU (LibTorch's CPU autocast has no float16 kernels).
-  PrecisionPolicy(MixedPrecision mixed_precision, LossScaling loss_scaling, c10::DeviceType device);
-  PrecisionPolicy() : PrecisionPolicy(MixedPrecision::no, LossScaling::automatic, c10::DeviceType::CPU) {}
+  PrecisionPolicy(MixedPrecision mixed_precision, LossScaling loss_scaling, GradReduceDtype grad_reduce_dtype,
+                  c10::DeviceType device);
+  PrecisionPolicy()
+      : PrecisionPolicy(MixedPrecision::no, LossScaling::automatic, GradReduceDtype::fp32, c10::DeviceType::CPU) {}
 
   [[nodiscard]] MixedPrecision mixed_precision() const { return mixed_precision_; }
   // The dtype of the autocast region (forward and loss); nullopt: no autocast.
   [[nodiscard]] std::optional<c10::ScalarType> autocast_dtype() const;
   [[nodiscard]] c10::DeviceType device() const { return device_; }
+  // The dtype the gradient reducer sends gradients in (dist::DType::f32 or bf16); the averages it writes
+  // into .grad stay float32.
+  [[nodiscard]] dist::DType gradient_wire_dtype() const;
   // The loss scaler, when the loss is scaled (fp16, or --loss-scale dynamic); else null.
   [[nodiscard]] DynamicLossScaler* scaler() { return scaler_ ? &*scaler_ : nullptr; }
   [[nodiscard]] const DynamicLossScaler* scaler() const { return scaler_ ? &*scaler_ : nullptr; }
@@ -82,6 +95,7 @@ class PrecisionPolicy {
 
  private:
   MixedPrecision mixed_precision_;
+  GradReduceDtype grad_reduce_dtype_;
   c10::DeviceType device_;
   std::optional<DynamicLossScaler> scaler_;
 };
