@@ -24,7 +24,7 @@
 //   mpirun -np N bench_train --model distilbert|cnn [--threads T=1] [--steps S=10] [--warmup W=2]
 //                            [--overlap on|off] [--sync alternate|on|off] [--mixed-precision no|bf16]
 //                            [--gradient-checkpointing on|off] [--accumulation N=1] [--local-sgd-steps K=0]
-//                            [--seq-length L=128] [--batch B=16]
+//                            [--seq-length L=128] [--batch B=16] [--grad-reduce-dtype fp32|bf16]
 //   (S steps of each measured kind, after W warm-up steps; a step of N micro-batches of B sequences of L tokens;
 //   --seq-length and --batch apply to the DistilBERT models.)
 #include "../../tests/models/counting_allocator.hpp"
@@ -62,6 +62,7 @@ struct Settings {
   bool overlap = true;
   std::string sync = "alternate";  // alternate | on | off
   std::string mixed_precision = "no";  // no | bf16 (Accelerator autocast)
+  std::string grad_reduce_dtype = "fp32";  // fp32 | bf16: the dtype gradients travel in
   bool gradient_checkpointing = false;
   int accumulation = 1;      // micro-batches per step
   int local_sgd_steps = 0;   // K > 0: Local SGD
@@ -92,6 +93,7 @@ Settings parse(int argc, char** argv) {
     else if (arg == "--overlap") s.overlap = on_off(arg, value);
     else if (arg == "--sync") s.sync = value;
     else if (arg == "--mixed-precision") s.mixed_precision = value;
+    else if (arg == "--grad-reduce-dtype") s.grad_reduce_dtype = value;
     else if (arg == "--gradient-checkpointing") s.gradient_checkpointing = on_off(arg, value);
     else if (arg == "--accumulation") s.accumulation = std::stoi(value);
     else if (arg == "--local-sgd-steps") s.local_sgd_steps = std::stoi(value);
@@ -134,6 +136,7 @@ train::AcceleratorOptions accelerator_options(const Settings& s) {
   options.threads = s.threads;
   options.overlap = s.overlap;
   options.mixed_precision = train::parse_mixed_precision(s.mixed_precision);
+  options.grad_reduce_dtype = train::parse_grad_reduce_dtype(s.grad_reduce_dtype);
   options.gradient_checkpointing = s.gradient_checkpointing;
   options.gradient_accumulation_steps = s.accumulation;
   options.local_sgd_steps = s.local_sgd_steps;
@@ -209,6 +212,8 @@ nlohmann::json describe(const Settings& s, train::Accelerator& acc) {
           {"overlap", acc.reducer().overlap()},
           {"steps", s.steps},
           {"mixed_precision", s.mixed_precision},
+          {"grad_reduce_dtype", s.grad_reduce_dtype},
+          {"bytes_reduced_per_step", acc.reducer().last_step_stats().bytes_reduced},
           {"gradient_checkpointing", s.gradient_checkpointing},
           {"accumulation", s.accumulation},
           {"local_sgd_steps", s.local_sgd_steps},
