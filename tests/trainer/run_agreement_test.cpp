@@ -45,6 +45,7 @@ BOOST_AUTO_TEST_CASE(agreed_options_are_described_and_per_rank_ones_are_not) {
   BOOST_TEST(value_in(description, "--gradient-accumulation-steps") == "4");
   BOOST_TEST(value_in(description, "--shuffle") == "global");
   BOOST_TEST(value_in(description, "--seed") == "42");
+  BOOST_TEST(value_in(description, "--grad-reduce-dtype") == "fp32");  // the reducers' wire must agree
   BOOST_TEST(value_in(description, "--model-config") == "identity of --model-config preset:tiny-bert");
   for (const char* absent : {"--threads", "--log-all-ranks", "--no-progress", "--trace-examples", "--output", "--resume", "--data"})
     BOOST_TEST(value_in(description, absent) == "<absent>", absent);
