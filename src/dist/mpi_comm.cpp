@@ -56,7 +56,7 @@ bool cuda_aware() {
 #endif
 }
 
-// Note [bf16 reduction]: the user operation MPI calls with `count` elements of bf16_type().
+// Note [bf16 reduction]: the user operation MPI calls with `count` elements of bf16_handles().type.
 void bf16_sum_op(void* in, void* inout, int* count, MPI_Datatype*) {
   bf16_sum(static_cast<const uint16_t*>(in), static_cast<uint16_t*>(inout), static_cast<std::size_t>(*count));
 }

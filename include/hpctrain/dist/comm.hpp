@@ -26,8 +26,9 @@ enum class ReduceOp { sum, max, min };
 // is; NaN payloads, the one exception, are canonicalized), so every reduction schedule Open MPI's
 // allreduce uses (recursive doubling, ring, Rabenseifner: each partial sum is either computed by one rank
 // and sent, or computed by both partners from the same two operands) leaves identical bits on every rank;
-// tests/mpi_ddp/bf16_cases.cpp checks it. Inf stays inf (and inf + -inf is NaN), so an overflow flag read
-// from the reduced values still sees it. An NCCL communicator would map DType::bf16 to ncclBfloat16.
+// tests/mpi_ddp/bf16_cases.cpp checks it on 2 ranks (more ranks were not run). Inf stays inf (and
+// inf + -inf is NaN), so an overflow flag read from the reduced values still sees it. An NCCL communicator
+// would map DType::bf16 to ncclBfloat16.
 // inout[i] = bf16(float(in[i]) + float(inout[i])) for i < count.
 void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count);
 
