@@ -27,6 +27,9 @@ void print_histogram(const std::vector<std::string>& names, const std::vector<in
 void print_report(const prep::TextPrepOptions& options, const prep::TextPrepReport& report) {
   log::info("wrote {} ({} labels, max_length {}) in {}", options.output.string(), report.label_names.size(),
             report.max_length, format_duration(report.seconds));
+  std::string phases;
+  for (const auto& [name, seconds] : report.phases) phases += fmt::format("{}{} {:.1f} s", phases.empty() ? "" : ", ", name, seconds);
+  if (!phases.empty()) log::info("  phases (rank 0): {}", phases);
   for (const auto& split : report.splits) {
     log::info("  {}: {} examples, {} tokens", split.name, split.examples, split.tokens);
     print_histogram(report.label_names, split.label_counts, split.examples);

@@ -8,6 +8,7 @@
 #include <set>
 #include <system_error>
 
+#include "chunk_writer.hpp"
 #include "h5_handle.hpp"
 #include "hpctrain/core/error.hpp"
 
@@ -16,12 +17,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A text split's datasets, written by whole chunks (Note [Parallel chunk compression]).
+struct TextColumns {
+  h5::ChunkWriter input_ids, offsets, labels, source_index;
+  std::optional<h5::ChunkWriter> token_type_ids;
+  void finish() {
+    for (h5::ChunkWriter* column : {&input_ids, &offsets, &labels, &source_index}) column->finish();
+    if (token_type_ids) token_type_ids->finish();
+  }
+};
+
 // The split being written: its datasets stay open between appends.
 struct OpenSplit {
   std::string name;
   bool is_text = true;
   bool has_pairs = false;
-  h5::Handle group, input_ids, offsets, token_type_ids, labels, source_index, pixels;
+  h5::Handle group, labels, source_index, pixels;  // images
+  std::optional<TextColumns> text;
   int64_t num_examples = 0, num_tokens = 0;
   int64_t channels = 0, height = 0, width = 0;
   // Exact per-channel sums of pixel values and their squares (uint8, so no rounding until the end).
@@ -41,6 +53,7 @@ void check_attributes(const FileAttributes& attributes, const WriterOptions& opt
   }
   HPCTRAIN_CHECK(options.compression == Compression::none || (options.gzip_level >= 1 && options.gzip_level <= 9),
                  "gzip level {} out of range: expected 1..9", options.gzip_level);
+  HPCTRAIN_CHECK(options.threads >= 1, "writer threads must be at least 1, got {}", options.threads);
 }
 
 h5::Layout layout_for(const WriterOptions& options, int64_t chunk_rows, std::vector<int64_t> row_shape = {}) {
@@ -62,6 +75,7 @@ struct DatasetWriter::State {
   h5::Handle file;
   std::set<std::string> written_splits;
   std::optional<OpenSplit> split;
+  std::shared_ptr<h5::ChunkEncoder> encoder;  // text splits' chunks (Note [Parallel chunk compression])
   bool committed = false;
 
   void write_root_attributes();
@@ -170,16 +184,18 @@ void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pai
   split.has_pairs = has_pairs;
   const h5::Id group = split.group.get();
   const WriterOptions& options = state_->options;
-  split.input_ids = h5::create_rows_dataset(group, schema::kInputIds, h5::Type::i32, layout_for(options, schema::kTokenChunk));
-  split.offsets = h5::create_rows_dataset(group, schema::kOffsets, h5::Type::i64, layout_for(options, schema::kExampleChunk));
-  split.labels = h5::create_rows_dataset(group, schema::kLabels, h5::Type::i64, layout_for(options, schema::kExampleChunk));
-  split.source_index =
-      h5::create_rows_dataset(group, schema::kSourceIndex, h5::Type::i64, layout_for(options, schema::kExampleChunk));
-  if (has_pairs) {
-    split.token_type_ids =
-        h5::create_rows_dataset(group, schema::kTokenTypeIds, h5::Type::u8, layout_for(options, schema::kTokenChunk));
-  }
-  append_vector(split.offsets, std::vector<int64_t>{0});
+  auto column = [&](const char* name, h5::Type type, int64_t chunk) {
+    const h5::Layout layout = layout_for(options, chunk);
+    if (!state_->encoder) state_->encoder = std::make_shared<h5::ChunkEncoder>(options.threads);
+    return h5::ChunkWriter(h5::create_rows_dataset(group, name, type, layout), type, layout, state_->encoder);
+  };
+  split.text.emplace(TextColumns{column(schema::kInputIds, h5::Type::i32, schema::kTokenChunk),
+                                 column(schema::kOffsets, h5::Type::i64, schema::kExampleChunk),
+                                 column(schema::kLabels, h5::Type::i64, schema::kExampleChunk),
+                                 column(schema::kSourceIndex, h5::Type::i64, schema::kExampleChunk), std::nullopt});
+  if (has_pairs) split.text->token_type_ids.emplace(column(schema::kTokenTypeIds, h5::Type::u8, schema::kTokenChunk));
+  const int64_t zero = 0;
+  split.text->offsets.append(&zero, 1);
 }
 
 void DatasetWriter::append_text(const TextExamples& piece) {
@@ -195,11 +211,12 @@ void DatasetWriter::append_text(const TextExamples& piece) {
 
   std::vector<int64_t> offsets(piece.offsets.begin() + 1, piece.offsets.end());
   for (int64_t& offset : offsets) offset += split.num_tokens;
-  append_vector(split.input_ids, piece.input_ids);
-  if (split.has_pairs) append_vector(split.token_type_ids, piece.token_type_ids);
-  append_vector(split.offsets, offsets);
-  append_vector(split.labels, piece.labels);
-  append_vector(split.source_index, piece.source_index);
+  TextColumns& text = *split.text;
+  text.input_ids.append(piece.input_ids.data(), piece.num_tokens());
+  if (split.has_pairs) text.token_type_ids->append(piece.token_type_ids.data(), piece.num_tokens());
+  text.offsets.append(offsets.data(), piece.size());
+  text.labels.append(piece.labels.data(), piece.size());
+  text.source_index.append(piece.source_index.data(), piece.size());
   split.num_examples += piece.size();
   split.num_tokens += piece.num_tokens();
 }
@@ -258,6 +275,7 @@ void DatasetWriter::end_split() {
   OpenSplit& split = *state_->split;
   HPCTRAIN_CHECK(split.num_examples > 0, "{}: split '{}' has no examples; leave it out instead",
                  state_->final_path.string(), split.name);
+  if (split.text) split.text->finish();
   h5::write_int64_attribute(split.group.get(), schema::kAttrNumExamples, split.num_examples);
   if (!split.is_text) {
     // Population statistics (ddof = 0) of pixel/255, as torchvision-style Normalize expects.

@@ -54,7 +54,7 @@ hid_t file_type(Type type) {
   fail("unknown h5::Type");
 }
 
-size_t size_of(Type type) {
+size_t element_size(Type type) {
   switch (type) {
     case Type::u8: return 1;
     case Type::i32: return 4;
@@ -287,7 +287,7 @@ Handle create_rows_dataset(Id group, const std::string& name, Type type, const L
   Handle create(HPCTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   HPCTRAIN_H5_CHECK(H5Pset_chunk(create.get(), rank, chunk.data()));
   if (layout.compression == Compression::gzip) {
-    if (size_of(type) > 1) HPCTRAIN_H5_CHECK(H5Pset_shuffle(create.get()));
+    if (element_size(type) > 1) HPCTRAIN_H5_CHECK(H5Pset_shuffle(create.get()));
     HPCTRAIN_H5_CHECK(H5Pset_deflate(create.get(), static_cast<unsigned>(layout.gzip_level)));
   }
   return Handle(HPCTRAIN_H5_CHECK(
@@ -309,6 +309,30 @@ void append_rows(Id dataset, Type type, const void* data, int64_t rows, int64_t 
                  "appending rows of {} elements, the dataset's rows differ", row_elements);
   Handle memory_space(HPCTRAIN_H5_CHECK(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr)));
   HPCTRAIN_H5_CHECK(H5Dwrite(dataset, memory_type(type), memory_space.get(), file_space.get(), H5P_DEFAULT, data));
+}
+
+std::size_t size_of(Type type) { return element_size(type); }
+
+void set_rows(Id dataset, int64_t rows) {
+  Handle space(HPCTRAIN_H5_CHECK(H5Dget_space(dataset)));
+  std::vector<hsize_t> dims = extent(space.get());
+  dims[0] = static_cast<hsize_t>(rows);
+  HPCTRAIN_H5_CHECK(H5Dset_extent(dataset, dims.data()));
+}
+
+void write_chunk(Id dataset, int64_t first_row, const void* bytes, std::size_t size) {
+  const hsize_t offset[1] = {static_cast<hsize_t>(first_row)};
+  HPCTRAIN_H5_CHECK(H5Dwrite_chunk(dataset, H5P_DEFAULT, /*filters: all applied*/ 0, offset, size, bytes));
+}
+
+std::string read_chunk(Id dataset, int64_t first_row) {
+  const hsize_t offset[1] = {static_cast<hsize_t>(first_row)};
+  hsize_t size = 0;
+  HPCTRAIN_H5_CHECK(H5Dget_chunk_storage_size(dataset, offset, &size));
+  std::string bytes(static_cast<std::size_t>(size), '\0');
+  uint32_t filters = 0;
+  HPCTRAIN_H5_CHECK(H5Dread_chunk(dataset, H5P_DEFAULT, offset, &filters, bytes.data()));
+  return bytes;
 }
 
 Handle open_dataset(Id group, const std::string& name) {

@@ -109,6 +109,15 @@ struct Layout {
 [[nodiscard]] Handle create_rows_dataset(Id group, const std::string& name, Type type, const Layout& layout);
 // Extends axis 0 by `rows` and writes them (row_elements = product of row_shape).
 void append_rows(Id dataset, Type type, const void* data, int64_t rows, int64_t row_elements);
+// Bytes of one element of `type`.
+[[nodiscard]] std::size_t size_of(Type type);
+// Sets axis 0 of a chunked dataset to `rows` (growing or shrinking it).
+void set_rows(Id dataset, int64_t rows);
+// Stores one chunk's already filtered bytes (H5Dwrite_chunk) at row `first_row` of a 1-D chunked dataset,
+// a multiple of its chunk rows and inside its extent (see ChunkWriter).
+void write_chunk(Id dataset, int64_t first_row, const void* bytes, std::size_t size);
+// The stored (filtered) bytes of the chunk at row `first_row` of a 1-D chunked dataset (H5Dread_chunk).
+[[nodiscard]] std::string read_chunk(Id dataset, int64_t first_row);
 // Opens a dataset with a chunk cache large enough for a few chunks of each schema dataset.
 [[nodiscard]] Handle open_dataset(Id group, const std::string& name);
 

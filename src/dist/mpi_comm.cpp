@@ -231,6 +231,17 @@ class MpiComm final : public Comm {
     HPCTRAIN_MPI_CHECK(MPI_Barrier(comm_));
   }
 
+  void idle_barrier() override {
+    Tracked tracked(slot_, stall::Kind::barrier);
+    MPI_Request request = MPI_REQUEST_NULL;
+    HPCTRAIN_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+    for (int done = 0;;) {
+      HPCTRAIN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (done) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
   void allreduce(void* data, std::size_t count, DType dtype, ReduceOp op) override {
     Tracked tracked(slot_, stall::Kind::allreduce);
     count_bytes(count * size_of(dtype));

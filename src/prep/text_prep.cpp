@@ -26,6 +26,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/progress.hpp"
+#include "hpctrain/core/span.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/prep/labels.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
@@ -35,11 +36,12 @@ namespace hpctrain::prep {
 namespace {
 using namespace detail;
 
-// run_collectively with several ranks; alone, the error passes unchanged (the messages users know).
+// run_collectively with several ranks; alone, the error passes unchanged (the messages users know). A rank
+// done early waits idle: the phases take seconds, and rank 0 writes alone on the node's cores.
 template <typename Work>
 void on_every_rank(dist::Comm& comm, const std::string& what, Work&& work) {
   if (comm.world_size() == 1) return work();
-  dist::run_collectively(comm, what, std::forward<Work>(work));
+  dist::run_collectively(comm, what, std::forward<Work>(work), dist::Wait::idle);
 }
 
 struct Input {
@@ -245,10 +247,13 @@ void tokenize_input(const Input& input, const FileRows& rows, const RowChecker& 
 }
 
 // Rank 0: every split, bucket after bucket, into the HDF5 file.
+// The other ranks only wait meanwhile, so the chunks are compressed on the node's threads: `threads`.
 void write_file(const TextPrepOptions& options, const data::FileAttributes& attributes, const SplitPlan& plan,
-                const std::filesystem::path& stem, int ranks, int64_t rows_per_bucket, TextPrepReport& report) {
+                const std::filesystem::path& stem, int ranks, int64_t rows_per_bucket, int threads,
+                TextPrepReport& report) {
   data::WriterOptions writer_options;
   writer_options.compression = options.compression;
+  writer_options.threads = threads;
   data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
   const bool pairs = !options.text_pair_field.empty();
   for (std::size_t s = 0; s < plan.names.size(); ++s) {
@@ -336,6 +341,8 @@ TextPrepReport prep_text(const TextPrepOptions& options) { return prep_text(opti
 
 TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   const auto start = std::chrono::steady_clock::now();
+  span::Tally phases;
+  span::Span reading("reading", phases);
   const bool main_rank = comm.rank() == 0, progress = options.progress && main_rank;
   std::optional<tokenize::BertTokenizer> tokenizer;
   TextPrepReport report;
@@ -350,12 +357,16 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   std::vector<Input> inputs = inputs_of(options);
   for (auto& input : inputs) read_labels(input, checker, report, comm, progress);
   const LabelMap labels = agree_labels(inputs, options, comm);
+  reading.stop();
+  span::Span planning("planning", phases);
   const SplitPlan plan = plan_rows(inputs, labels, options, report, comm);
   const Budget budget = budget_for(plan, inputs, options, report.max_length, comm);
   int64_t tag = static_cast<int64_t>(::getpid());
   comm.broadcast(&tag, sizeof tag, 0);
   const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
+  planning.stop();
   // Pass 2: tokenize into the buckets; then rank 0 writes the file.
+  span::Span tokenizing("tokenizing", phases);
   BucketWriter buckets(stem, comm.rank(), plan.sizes, budget.rows_per_bucket, budget.buffer_bytes);
   TokenizeCounts counts;
   const Tokenizing how{*tokenizer, report.max_length, !options.text_pair_field.empty(), threads_per_rank(options, comm),
@@ -365,11 +376,15 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
     buckets.flush();
   });
   sum_over_ranks(report, counts, comm);
+  tokenizing.stop();
+  span::Span writing("writing", phases);
   on_every_rank(comm, fmt::format("prep text: writing '{}'", options.output.string()), [&] {
     if (main_rank)
       write_file(options, attributes_of(options, labels, *tokenizer, report.max_length), plan, stem, comm.world_size(),
-                 budget.rows_per_bucket, report);
+                 budget.rows_per_bucket, how.threads * comm.local_size(), report);
   });
+  writing.stop();
+  for (const char* phase : {"reading", "planning", "tokenizing", "writing"}) report.phases.emplace_back(phase, phases.seconds(phase));
   report.label_names = labels.names();
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

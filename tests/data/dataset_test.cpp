@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "data/chunk_writer.hpp"
 #include "dataset_fixtures.hpp"
 
 using namespace hpctrain;
@@ -88,6 +89,72 @@ BOOST_AUTO_TEST_CASE(text_round_trip_in_pieces) {
       BOOST_CHECK(labels == std::vector<int64_t>(all.labels.begin() + 5, all.labels.begin() + 9));
     }
   }
+}
+
+// Note [Parallel chunk compression]: chunks encoded on worker threads and written with H5Dwrite_chunk are
+// stored byte for byte as HDF5's own filter pipeline stores them, partial last chunk included.
+BOOST_AUTO_TEST_CASE(chunk_writer_stores_what_the_filter_pipeline_stores) {
+  namespace h5 = data::h5;
+  TempDir dir;
+  SplitMix64 rng(5);
+  std::vector<int32_t> values(3 * 1000 + 617);
+  for (auto& value : values) value = static_cast<int32_t>(rng.below(30522));
+  for (auto compression : {data::Compression::gzip, data::Compression::none}) {
+    for (int threads : {1, 3}) {
+      const h5::Layout layout{{}, 1000, compression, 4};
+      h5::Handle file = h5::create_file(dir.file(fmt::format("chunks-{}-{}.h5", to_string(compression), threads)));
+      h5::Handle pipeline = h5::create_rows_dataset(file.get(), "pipeline", h5::Type::i32, layout);
+      auto encoder = std::make_shared<h5::ChunkEncoder>(threads);
+      h5::ChunkWriter direct(h5::create_rows_dataset(file.get(), "direct", h5::Type::i32, layout), h5::Type::i32,
+                             layout, encoder);
+      for (std::size_t first = 0; first < values.size(); first += 433) {  // pieces that straddle chunks
+        const auto rows = static_cast<int64_t>(std::min<std::size_t>(433, values.size() - first));
+        h5::append_rows(pipeline.get(), h5::Type::i32, values.data() + first, rows, 1);
+        direct.append(values.data() + first, rows);
+      }
+      direct.finish();
+      BOOST_CHECK_EQUAL(direct.rows(), static_cast<int64_t>(values.size()));
+      h5::Handle written = h5::open_dataset(file.get(), "direct");
+      for (int64_t row = 0; row < static_cast<int64_t>(values.size()); row += 1000) {
+        const std::string expected = h5::read_chunk(pipeline.get(), row);
+        BOOST_CHECK_EQUAL(h5::read_chunk(written.get(), row) == expected, true);
+        if (compression == data::Compression::gzip) BOOST_CHECK_LT(expected.size(), 4000u);  // really compressed
+      }
+    }
+  }
+}
+
+// The writer's threads change how a file is written, not what it holds.
+BOOST_AUTO_TEST_CASE(text_file_independent_of_writer_threads) {
+  TempDir dir;
+  const data::TextExamples all = make_text(9000, 11, true);  // 3 example chunks, 7+ token chunks
+  std::vector<std::string> files;
+  for (int threads : {1, 4}) {
+    files.push_back(dir.file(fmt::format("threads-{}.h5", threads)).string());
+    data::WriterOptions options;
+    options.threads = threads;
+    data::DatasetWriter writer(files.back(), text_attributes(), options, false);
+    writer.begin_text_split("train", true);
+    for (int64_t first = 0; first < all.size(); first += 1999) {
+      std::vector<int64_t> rows;
+      for (int64_t i = first; i < std::min(all.size(), first + 1999); ++i) rows.push_back(i);
+      writer.append_text(data::gather(all, rows));
+    }
+    writer.commit();
+  }
+  for (const auto& file : files) {
+    const data::DatasetReader reader(file);
+    reader.validate_split("train");
+    const data::TextExamples whole = reader.read_text("train", 0, all.size());
+    BOOST_CHECK(whole.offsets == all.offsets);
+    BOOST_CHECK(whole.input_ids == all.input_ids);
+    BOOST_CHECK(whole.token_type_ids == all.token_type_ids);
+    BOOST_CHECK(whole.labels == all.labels);
+    BOOST_CHECK(whole.source_index == all.source_index);
+  }
+  data::WriterOptions bad;
+  bad.threads = 0;
+  BOOST_CHECK_THROW(data::DatasetWriter(dir.file("zero.h5"), text_attributes(), bad, false), Error);
 }
 
 BOOST_AUTO_TEST_CASE(image_round_trip_and_statistics) {

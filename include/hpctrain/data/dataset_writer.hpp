@@ -31,6 +31,7 @@ struct WriterOptions {
   // ~0.4 CPU s per 100 MB of decompressed arrays. Measured in docs/hdf5-format.md ("Compression").
   Compression compression = Compression::gzip;
   int gzip_level = 4;  // 1 (fast) .. 9 (small); levels above 4 gain < 3% and write up to 25x slower
+  int threads = 1;     // threads that compress a text split's chunks (Note [Parallel chunk compression])
 };
 
 class DatasetWriter {

@@ -18,13 +18,17 @@
 
 namespace hpctrain::dist {
 
+// How a rank that is done waits for the others: busy (MPI's own wait, the lowest latency) or idle
+// (Comm::idle_barrier first: for work of seconds that leaves ranks waiting, such as one rank writing).
+enum class Wait { busy, idle };
+
 // Collective: `local_error` is empty where this rank succeeded. Returns normally on every rank when all
 // succeeded; otherwise throws Error on every rank with the lowest failing rank's message.
-void agree_on_failure(Comm& comm, const std::string& what, const std::string& local_error);
+void agree_on_failure(Comm& comm, const std::string& what, const std::string& local_error, Wait wait = Wait::busy);
 
 // Collective: runs `work()` on this rank and agrees on the outcome (Note [Agree on the first failure]).
 template <typename Work>
-void run_collectively(Comm& comm, const std::string& what, Work&& work) {
+void run_collectively(Comm& comm, const std::string& what, Work&& work, Wait wait = Wait::busy) {
   std::string error;
   try {
     std::forward<Work>(work)();
@@ -32,7 +36,7 @@ void run_collectively(Comm& comm, const std::string& what, Work&& work) {
     error = e.what();
     if (error.empty()) error = "unknown error";
   }
-  agree_on_failure(comm, what, error);
+  agree_on_failure(comm, what, error, wait);
 }
 
 }  // namespace hpctrain::dist

@@ -68,6 +68,10 @@ class Comm {
   virtual int local_size() const = 0;
 
   virtual void barrier() = 0;
+  // A barrier for a rank that may wait seconds for the others (one rank writing a file): it waits without
+  // taking a core (MPI_Ibarrier tested every millisecond), so the working ranks' threads get the node's
+  // cores. Open MPI's waiting otherwise spins, yielding or not (Note [Idle MPI threads yield]).
+  virtual void idle_barrier() { barrier(); }
   // In-place reduction of `count` elements (counts above INT_MAX are sent in chunks).
   virtual void allreduce(void* data, std::size_t count, DType dtype, ReduceOp op) = 0;
   // Broadcasts `bytes` bytes from `root` into every rank's `data`.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hpctrain/data/dataset_writer.hpp"
@@ -54,6 +55,7 @@ struct TextPrepReport {
   int64_t truncated = 0;                   // examples cut to max_length
   int max_length = 0;
   double seconds = 0.0;
+  std::vector<std::pair<std::string, double>> phases;  // wall seconds of each pass on this rank, in order
   int64_t input_bytes = 0;
 };
 
