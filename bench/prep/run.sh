@@ -20,27 +20,36 @@ mkdir -p "$DIR"
 trap 'rm -rf "$DIR"' EXIT
 python3 "$REPO/scripts/fortunes_to_jsonl.py" --output "$DIR/base.jsonl" >/dev/null
 
-# measure LABEL MB CMD...: one table row: wall seconds, MB/s, peak RSS (the largest process: rank or worker).
+# measure LABEL MB CMD...: one table row: wall seconds, MB/s, peak RSS (the largest process: rank or worker),
+# and for hpctrain rank 0's phases (reading, planning, tokenizing, writing: seconds).
 measure() {
   local label=$1 mb=$2; shift 2
   /usr/bin/time -f "%e %M" -o "$DIR/time" "$@" >"$DIR/log" 2>&1 || { echo "$label failed:"; tail -5 "$DIR/log"; return; }
   read -r seconds kb <"$DIR/time"
-  awk -v l="$label" -v mb="$mb" -v s="$seconds" -v kb="$kb" \
-    'BEGIN { printf "| %s | %d | %.1f | %.1f | %d |\n", l, mb, s, mb / s, kb / 1024 }'
+  phases=$(sed -n 's/.*phases (rank 0): //p' "$DIR/log" | sed 's/reading //; s/, planning /\//; s/, tokenizing /\//; s/, writing /\//; s/ s//g')
+  awk -v l="$label" -v mb="$mb" -v s="$seconds" -v kb="$kb" -v p="${phases:--}" \
+    'BEGIN { printf "| %s | %d | %.1f | %.1f | %d | %s |\n", l, mb, s, mb / s, kb / 1024, p }'
 }
 
-echo "| run | input MB | seconds | MB/s | peak RSS MiB |"
-echo "|---|---:|---:|---:|---:|"
+# The three hpctrain rows; ROUND names them (the rows run before and after the peer: their spread is the drift).
+hpctrain_rows() {
+  local round=$1
+  measure "hpctrain, 1 rank x 1 thread ($round)" "$real_mb" "$BUILD/hpctrain" "${prep[@]}" --threads 1 --output "$DIR/one.h5"
+  measure "hpctrain, 2 ranks x 1 thread ($round)" "$real_mb" mpirun --oversubscribe --bind-to none -np 2 "$BUILD/hpctrain" \
+    "${prep[@]}" --threads 1 --output "$DIR/two.h5"
+  measure "hpctrain, 1 rank x 2 threads ($round)" "$real_mb" "$BUILD/hpctrain" "${prep[@]}" --threads 2 --output "$DIR/one2.h5"
+}
+
+echo "commit: $(git -C "$REPO" rev-parse --short HEAD)"
+echo "| run | input MB | seconds | MB/s | peak RSS MiB | phases s (read/plan/tokenize/write) |"
+echo "|---|---:|---:|---:|---:|---|"
 for mb in $SIZES; do
   input=$DIR/corpus-$mb.jsonl
   : >"$input"
   while (( $(stat -c %s "$input") < mb * 1000000 )); do cat "$DIR/base.jsonl" >>"$input"; done
   real_mb=$(( $(stat -c %s "$input") / 1000000 ))
   prep=(prep text --input "$input" --tokenizer "$TOKENIZER" --validation-fraction 0.1 --no-progress --overwrite)
-  measure "hpctrain, 1 rank x 1 thread" "$real_mb" "$BUILD/hpctrain" "${prep[@]}" --threads 1 --output "$DIR/one.h5"
-  measure "hpctrain, 1 rank x 2 threads" "$real_mb" "$BUILD/hpctrain" "${prep[@]}" --threads 2 --output "$DIR/one.h5"
-  measure "hpctrain, 2 ranks x 1 thread" "$real_mb" mpirun --oversubscribe --bind-to none -np 2 "$BUILD/hpctrain" \
-    "${prep[@]}" --threads 1 --output "$DIR/two.h5"
+  hpctrain_rows 1
   /usr/bin/python3 "$REPO/tests/cli/prep_same_datasets.py" "$DIR/one.h5" "$DIR/two.h5" && echo "(1 and 2 ranks: same datasets)"
   rm -f "$DIR"/*.h5
   if (( mb <= PEER_MAX_MB )); then
@@ -50,6 +59,7 @@ for mb in $SIZES; do
         --vocab "$TOKENIZER/vocab.txt" --cache "$DIR/cache" --num-proc "$n"
     done
     rm -rf "$DIR/cache"
+    hpctrain_rows 2
   fi
-  rm -f "$input"
+  rm -f "$DIR"/*.h5 "$input"
 done
