@@ -90,7 +90,7 @@ bool ByteSource::refill_input() {
   const std::size_t got = std::fread(input_.data(), 1, input_.size(), file_);
   if (got < input_.size()) {
     if (std::ferror(file_))
-      fail("cannot read '{}' at byte {}: {}", path_.string(), bytes_consumed_, std::strerror(errno));
+      fail_read("cannot read '{}' at byte {}: {}", path_.string(), bytes_consumed_, std::strerror(errno));
     file_eof_ = true;
   }
   input_end_ = got;
@@ -132,7 +132,7 @@ std::size_t ByteSource::read_plain(char* dst, std::size_t capacity) {
   const std::size_t got = std::fread(dst + copied, 1, wanted, file_);
   if (got < wanted) {
     if (std::ferror(file_))
-      fail("cannot read '{}' at byte {}: {}", path_.string(), bytes_consumed_, std::strerror(errno));
+      fail_read("cannot read '{}' at byte {}: {}", path_.string(), bytes_consumed_, std::strerror(errno));
     file_eof_ = true;
   }
   bytes_consumed_ += got;
@@ -148,7 +148,7 @@ std::size_t ByteSource::read_gzip(char* dst, std::size_t capacity) {
     if (z.avail_in == 0) {
       if (!refill_input()) {
         if (gzip_->in_member) {
-          fail(
+          fail_read(
               "'{}' is truncated: the gzip data ends inside a compressed stream after {} compressed bytes "
               "(expected an end-of-stream marker; was the download or copy interrupted?)",
               path_.string(), bytes_consumed_);
@@ -170,11 +170,29 @@ std::size_t ByteSource::read_gzip(char* dst, std::size_t capacity) {
     const bool stuck = rc == Z_BUF_ERROR && z.avail_in > 0 && z.avail_out > 0;
     if ((rc != Z_OK && rc != Z_BUF_ERROR) || stuck) {
       const std::uint64_t offset = bytes_consumed_ - z.avail_in;
-      fail("corrupt gzip data in '{}' near compressed byte {}: {} (zlib error {}); expected a valid gzip stream",
+      fail_read("corrupt gzip data in '{}' near compressed byte {}: {} (zlib error {}); expected a valid gzip stream",
            path_.string(), offset, z.msg != nullptr ? z.msg : "unknown error", rc);
     }
   }
   return capacity - z.avail_out;
+}
+
+void copy_content(const std::filesystem::path& from, const std::filesystem::path& to) {
+  ByteSource source(from);
+  std::FILE* out = std::fopen(to.c_str(), "wb");
+  HPCTRAIN_CHECK(out != nullptr, "cannot create '{}': {}", to.string(), std::strerror(errno));
+  std::vector<char> block(std::size_t{1} << 20);
+  bool ok = true;
+  try {
+    for (std::size_t got; ok && (got = source.read(block.data(), block.size())) > 0;)
+      ok = std::fwrite(block.data(), 1, got, out) == got;
+  } catch (...) {
+    std::fclose(out);
+    throw;
+  }
+  const int saved = errno;
+  ok = std::fclose(out) == 0 && ok;
+  HPCTRAIN_CHECK(ok, "cannot write '{}': {}", to.string(), std::strerror(errno != 0 ? errno : saved));
 }
 
 }  // namespace hpctrain::data

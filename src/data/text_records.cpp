@@ -176,7 +176,8 @@ struct TextRecordReader::Impl {
     line = options.first_line;
   }
 
-  const std::filesystem::path& path() const { return source.path(); }
+  // The file named in messages (TextReaderOptions::display_path).
+  const std::filesystem::path& path() const { return options.display_path.empty() ? source.path() : options.display_path; }
 
   TextFormat format;
   std::vector<std::string> field_names;

@@ -27,6 +27,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/core/span.hpp"
+#include "hpctrain/data/byte_source.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/prep/labels.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
@@ -46,6 +47,7 @@ void on_every_rank(dist::Comm& comm, const std::string& what, Work&& work) {
 
 struct Input {
   std::filesystem::path path;
+  std::filesystem::path read_path;  // what is read: path, or its decompressed temporary (Note [Splitting a gzip input])
   std::string split;
   data::TextReaderOptions range;
   int64_t first_row = 0;  // rows of the ranks before this one
@@ -55,7 +57,52 @@ struct Input {
 };
 
 data::TextRecordReader open_range(const Input& input, const RowChecker& checker) {
-  return data::TextRecordReader(input.path, data::text_format_from_path(input.path), checker.field_names(), input.range);
+  data::TextReaderOptions options = input.range;
+  options.display_path = input.path;
+  return data::TextRecordReader(input.read_path, data::text_format_from_path(input.path), checker.field_names(), options);
+}
+
+// Note [Splitting a gzip input]
+// A gzip stream can only be read from its start, so with several ranks rank 0 first writes the input's
+// decompressed content to a temporary next to the output, and every rank then reads its byte range of that
+// file (Note [Record ranges]). Messages still name the input: its lines are the temporary's lines. The
+// temporary goes once the rows are tokenized, and on failure. One process reads the gzip file itself.
+class Temporaries {
+ public:
+  Temporaries() = default;
+  Temporaries(const Temporaries&) = delete;
+  Temporaries& operator=(const Temporaries&) = delete;
+  ~Temporaries() { remove_all(); }
+  void add(std::filesystem::path path) { paths_.push_back(std::move(path)); }
+  void remove_all() {
+    std::error_code ignored;
+    for (const auto& path : paths_) std::filesystem::remove(path, ignored);
+    paths_.clear();
+  }
+
+ private:
+  std::vector<std::filesystem::path> paths_;
+};
+
+void decompress_for_ranks(Input& input, const std::filesystem::path& temporary, Temporaries& owned, dist::Comm& comm) {
+  if (comm.world_size() == 1) return;
+  int32_t gzip = 0;
+  on_every_rank(comm, fmt::format("prep text: opening '{}'", input.path.string()), [&] {
+    if (comm.rank() == 0) gzip = data::is_gzip_file(input.path) ? 1 : 0;
+  });
+  comm.broadcast(&gzip, sizeof gzip, 0);
+  if (gzip == 0) return;
+  on_every_rank(comm, fmt::format("prep text: decompressing '{}'", input.path.string()), [&] {
+    if (comm.rank() != 0) return;
+    owned.add(temporary);
+    data::copy_content(input.path, temporary);
+  });
+  on_every_rank(comm, fmt::format("prep text: reading the decompressed '{}'", input.path.string()), [&] {
+    HPCTRAIN_CHECK(std::filesystem::is_regular_file(temporary),
+                   "'{}' (rank 0 wrote the content of '{}' there) is not visible on this rank: the ranks must share the "
+                   "output's folder", temporary.string(), input.path.string());
+  });
+  input.read_path = temporary;
 }
 
 // Pass 1 over this rank's range: a label id per row, up to the first bad row.
@@ -76,7 +123,7 @@ std::optional<BadRow> scan_labels(Input& input, const RowChecker& checker, TextP
     if ((record.row & 1023) == 0) bar.update(record.row + 1, reader.bytes_consumed(), reader.file_size());
   }
   bar.finish();
-  report.input_bytes += static_cast<int64_t>(reader.file_size());
+  report.input_bytes += static_cast<int64_t>(std::filesystem::file_size(input.path));
   return bad;
 }
 
@@ -84,7 +131,7 @@ std::optional<BadRow> scan_labels(Input& input, const RowChecker& checker, TextP
 void read_labels(Input& input, const RowChecker& checker, TextPrepReport& report, dist::Comm& comm, bool progress) {
   std::optional<BadRow> bad;
   on_every_rank(comm, fmt::format("prep text: reading '{}'", input.path.string()), [&] {
-    input.range = input_range(input.path, comm);
+    input.range = input_range(input.read_path, comm);
     bad = scan_labels(input, checker, report, progress);
   });
   const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_labels.size()));
@@ -296,6 +343,7 @@ std::vector<Input> inputs_of(const TextPrepOptions& options) {
     if (path.empty()) return;
     inputs.emplace_back();
     inputs.back().path = path;
+    inputs.back().read_path = path;
     inputs.back().split = split;
   };
   add(options.input, "train");
@@ -349,21 +397,28 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   on_every_rank(comm, "prep text: options and tokenizer", [&] {
     check_options(options);
     tokenizer.emplace(tokenize::BertTokenizer::from_pretrained(options.tokenizer_dir));
+    // The temporaries (decompressed inputs, bucket files) go next to the output, before the writer makes its folder.
+    if (main_rank && options.output.has_parent_path()) std::filesystem::create_directories(options.output.parent_path());
   });
   report.max_length = options.max_length > 0 ? options.max_length
                                              : static_cast<int>(std::min<int64_t>(tokenizer->config().model_max_length, 512));
+  int64_t tag = static_cast<int64_t>(::getpid());
+  comm.broadcast(&tag, sizeof tag, 0);
+  const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
   // Pass 1: check every row of every input before any output exists.
   const RowChecker checker(options);
   std::vector<Input> inputs = inputs_of(options);
-  for (auto& input : inputs) read_labels(input, checker, report, comm, progress);
+  Temporaries decompressed;
+  for (std::size_t f = 0; f < inputs.size(); ++f) {
+    const auto format = data::to_string(data::text_format_from_path(inputs[f].path));  // throws alike on every rank
+    decompress_for_ranks(inputs[f], fmt::format("{}.input-{}.{}", stem.string(), f, format), decompressed, comm);
+    read_labels(inputs[f], checker, report, comm, progress);
+  }
   const LabelMap labels = agree_labels(inputs, options, comm);
   reading.stop();
   span::Span planning("planning", phases);
   const SplitPlan plan = plan_rows(inputs, labels, options, report, comm);
   const Budget budget = budget_for(plan, inputs, options, report.max_length, comm);
-  int64_t tag = static_cast<int64_t>(::getpid());
-  comm.broadcast(&tag, sizeof tag, 0);
-  const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
   planning.stop();
   // Pass 2: tokenize into the buckets; then rank 0 writes the file.
   span::Span tokenizing("tokenizing", phases);
@@ -375,6 +430,7 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
     for (std::size_t f = 0; f < inputs.size(); ++f) tokenize_input(inputs[f], plan.files[f], checker, labels, how, buckets, counts, progress);
     buckets.flush();
   });
+  decompressed.remove_all();
   sum_over_ranks(report, counts, comm);
   tokenizing.stop();
   span::Span writing("writing", phases);

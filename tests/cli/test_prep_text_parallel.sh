@@ -1,6 +1,7 @@
 # `prep text` in parallel and in small memory (Note [Prep at corpus scale]): `mpirun -np 2` ≡ one process ≡ a tiny
 # --memory-mb (many blocks and bucket files), dataset by dataset, for JSONL and for CSV whose quoted fields span
-# lines (the ranks' byte ranges must split at record boundaries outside quotes); --skip-invalid counts add up.
+# lines (the ranks' byte ranges must split at record boundaries outside quotes), and for gzip; --skip-invalid
+# counts add up.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 MPIRUN=(timeout 120 mpirun --oversubscribe --bind-to none -np 2)
@@ -41,6 +42,18 @@ expect_success "csv: mpirun -np 2" "${MPIRUN[@]}" "$HPCTRAIN" prep text --tokeni
 same "$WORK/csv1.h5" "$WORK/csv2.h5" && ok "csv with multi-line quoted fields: 2 ranks ≡ one process" || bad "csv: 2 ranks differ"
 rows=$("$PY" -c "import h5py,sys; f=h5py.File(sys.argv[1]); print(len(f['train/labels']) + len(f['validation/labels']))" "$WORK/csv2.h5")
 [[ "$rows" == 2000 ]] && ok "csv -np 2: every row once" || bad "csv -np 2: $rows rows"
+# gzip (Note [Splitting a gzip input]): rank 0 decompresses to a temporary that both ranks split; the same file
+# as the plain input in one process; a bad row in rank 1's part names the .gz file and its line.
+gzip -k "$WORK/rows.jsonl"
+expect_success "jsonl.gz: mpirun -np 2" "${MPIRUN[@]}" "$HPCTRAIN" prep text --tokenizer "$TOKENIZER" --no-progress --threads 1 \
+  --input "$WORK/rows.jsonl.gz" "${json[@]:2}" --output "$WORK/gz2.h5" --memory-mb 2
+same "$WORK/one.h5" "$WORK/gz2.h5" && ok "jsonl.gz: 2 ranks ≡ the plain input in one process" || bad "jsonl.gz: 2 ranks differ"
+grep -v '"text": ""' "$WORK/rows.jsonl" | sed '2600s/.*/{"text": "cut off/' | gzip >"$WORK/bad.jsonl.gz"
+expect_failure "jsonl.gz: a bad row on rank 1 fails the job" 'failed on rank 1: .*bad\.jsonl\.gz: line 2600 .*malformed JSON' \
+  "${MPIRUN[@]}" "$HPCTRAIN" prep text --tokenizer "$TOKENIZER" --no-progress --threads 1 --input "$WORK/bad.jsonl.gz" \
+  --output "$WORK/bad.h5"
+expect_no_file "jsonl.gz: no output after the bad row" "$WORK/bad.h5"
+
 leftovers=$(ls "$WORK" | grep -c '\.prep-' || true)
-[[ "$leftovers" == 0 ]] && ok "no bucket files left after success" || bad "bucket files left: $(ls "$WORK")"
+[[ "$leftovers" == 0 ]] && ok "no bucket files or decompressed temporaries left" || bad "temporaries left: $(ls "$WORK")"
 finish

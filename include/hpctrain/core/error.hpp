@@ -20,6 +20,19 @@ template <typename... Args>
   throw Error(fmt::format(format, std::forward<Args>(args)...));
 }
 
+// A file could not be read: an I/O error, or corrupt or truncated compressed data (data::ByteSource). The
+// type tells a damaged file from a bad record without reading the message.
+class ReadError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Throws ReadError with a fmt-formatted message.
+template <typename... Args>
+[[noreturn]] void fail_read(fmt::format_string<Args...> format, Args&&... args) {
+  throw ReadError(fmt::format(format, std::forward<Args>(args)...));
+}
+
 }  // namespace hpctrain
 
 // Checks a condition that depends on input; on failure throws hpctrain::Error with the message.

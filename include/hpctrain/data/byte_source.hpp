@@ -54,4 +54,8 @@ class ByteSource {
   std::unique_ptr<Gzip> gzip_;
 };
 
+// Writes the content of `from` (decompressed when it is gzip) to the new file `to`. Throws Error naming
+// `from` for read and gzip errors and `to` for write errors; a partly written `to` is left to the caller.
+void copy_content(const std::filesystem::path& from, const std::filesystem::path& to);
+
 }  // namespace hpctrain::data

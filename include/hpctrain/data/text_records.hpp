@@ -51,6 +51,9 @@ struct TextReaderOptions {
   std::uint64_t range_begin = 0;
   std::uint64_t range_end = UINT64_MAX;
   std::int64_t first_line = 1;
+  // The file that messages (and path()) name when it is not the one read: a temporary holding the input's
+  // decompressed content (Note [Splitting a gzip input] in src/prep/text_prep.cpp). Empty: the file read.
+  std::filesystem::path display_path;
 };
 
 // Note [Record ranges]: the first offset >= `offset` where a record starts: right after a '\n' that is outside
