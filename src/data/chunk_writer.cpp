@@ -10,8 +10,8 @@
 namespace hpctrain::data::h5 {
 namespace {
 
-// Chunks a writer keeps queued (per dataset) before it waits for the oldest: with 64 KiB chunks, a few MiB.
-constexpr std::size_t kMaxPendingPerThread = 16;
+// Chunks a writer may keep queued whatever ChunkEncoder::queue_bytes says, per worker.
+constexpr std::size_t kMinPendingPerThread = 16;
 
 // HDF5's shuffle filter: byte j of element i goes to j * count + i.
 std::string shuffle_bytes(const char* raw, std::size_t bytes, std::size_t element_size) {
@@ -42,7 +42,7 @@ std::string encode_chunk(const void* raw, std::size_t bytes, std::size_t element
   return out;
 }
 
-ChunkEncoder::ChunkEncoder(int threads) {
+ChunkEncoder::ChunkEncoder(int threads, std::size_t queue_bytes) : queue_bytes_(queue_bytes) {
   for (int t = 0; threads > 1 && t < threads; ++t) workers_.emplace_back([this] { work(); });
 }
 
@@ -138,7 +138,8 @@ void ChunkWriter::add_chunk(const char* data) {
     encoder_->submit(job);
   }
   pending_.push_back(std::move(job));
-  if (pending_.size() > kMaxPendingPerThread * std::max<std::size_t>(1, encoder_->threads())) write_ready(true);
+  const std::size_t limit = std::max(kMinPendingPerThread * encoder_->threads(), encoder_->queue_bytes() / chunk_bytes_);
+  if (pending_.size() > limit) write_ready(true);
 }
 
 // Writes the encoded chunks at the front of the queue: all of them (waiting) or those already done; with

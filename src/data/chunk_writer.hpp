@@ -41,13 +41,16 @@ class ChunkEncoder {
     bool done = false;
     std::exception_ptr error;
   };
-  explicit ChunkEncoder(int threads);
+  // queue_bytes: how many bytes of chunks one writer may have queued before it waits for the oldest; enough
+  // to keep the workers busy while the caller prepares the next rows (a prep bucket takes ~0.1 s to read).
+  ChunkEncoder(int threads, std::size_t queue_bytes);
   ~ChunkEncoder();
   ChunkEncoder(const ChunkEncoder&) = delete;
   ChunkEncoder& operator=(const ChunkEncoder&) = delete;
 
   [[nodiscard]] bool queued() const { return !workers_.empty(); }
   [[nodiscard]] std::size_t threads() const { return workers_.size(); }
+  [[nodiscard]] std::size_t queue_bytes() const { return queue_bytes_; }
   void submit(const std::shared_ptr<Job>& job);
   // Waits until `job` is encoded; rethrows its error.
   void wait(Job& job);
@@ -61,6 +64,7 @@ class ChunkEncoder {
   std::condition_variable wake_, finished_;
   std::deque<std::shared_ptr<Job>> queue_;
   bool stop_ = false;
+  std::size_t queue_bytes_;
   std::vector<std::thread> workers_;
 };
 

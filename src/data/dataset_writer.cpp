@@ -186,7 +186,7 @@ void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pai
   const WriterOptions& options = state_->options;
   auto column = [&](const char* name, h5::Type type, int64_t chunk) {
     const h5::Layout layout = layout_for(options, chunk);
-    if (!state_->encoder) state_->encoder = std::make_shared<h5::ChunkEncoder>(options.threads);
+    if (!state_->encoder) state_->encoder = std::make_shared<h5::ChunkEncoder>(options.threads, options.queue_bytes);
     return h5::ChunkWriter(h5::create_rows_dataset(group, name, type, layout), type, layout, state_->encoder);
   };
   split.text.emplace(TextColumns{column(schema::kInputIds, h5::Type::i32, schema::kTokenChunk),

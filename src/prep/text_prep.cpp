@@ -294,13 +294,15 @@ void tokenize_input(const Input& input, const FileRows& rows, const RowChecker& 
 }
 
 // Rank 0: every split, bucket after bucket, into the HDF5 file.
-// The other ranks only wait meanwhile, so the chunks are compressed on the node's threads: `threads`.
+// The other ranks only wait meanwhile, so the chunks are compressed on the node's threads: `threads`; their
+// queue takes the memory that pass 2's block of rows had (Budget::block_bytes).
 void write_file(const TextPrepOptions& options, const data::FileAttributes& attributes, const SplitPlan& plan,
-                const std::filesystem::path& stem, int ranks, int64_t rows_per_bucket, int threads,
-                TextPrepReport& report) {
+                const std::filesystem::path& stem, int ranks, const Budget& budget, int threads, TextPrepReport& report) {
+  const int64_t rows_per_bucket = budget.rows_per_bucket;
   data::WriterOptions writer_options;
   writer_options.compression = options.compression;
   writer_options.threads = threads;
+  writer_options.queue_bytes = budget.block_bytes;
   data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
   const bool pairs = !options.text_pair_field.empty();
   for (std::size_t s = 0; s < plan.names.size(); ++s) {
@@ -437,7 +439,7 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   on_every_rank(comm, fmt::format("prep text: writing '{}'", options.output.string()), [&] {
     if (main_rank)
       write_file(options, attributes_of(options, labels, *tokenizer, report.max_length), plan, stem, comm.world_size(),
-                 budget.rows_per_bucket, how.threads * comm.local_size(), report);
+                 budget, how.threads * comm.local_size(), report);
   });
   writing.stop();
   for (const char* phase : {"reading", "planning", "tokenizing", "writing"}) report.phases.emplace_back(phase, phases.seconds(phase));

@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(chunk_writer_stores_what_the_filter_pipeline_stores) {
       const h5::Layout layout{{}, 1000, compression, 4};
       h5::Handle file = h5::create_file(dir.file(fmt::format("chunks-{}-{}.h5", to_string(compression), threads)));
       h5::Handle pipeline = h5::create_rows_dataset(file.get(), "pipeline", h5::Type::i32, layout);
-      auto encoder = std::make_shared<h5::ChunkEncoder>(threads);
+      auto encoder = std::make_shared<h5::ChunkEncoder>(threads, 8000);  // a short queue: the writer waits often
       h5::ChunkWriter direct(h5::create_rows_dataset(file.get(), "direct", h5::Type::i32, layout), h5::Type::i32,
                              layout, encoder);
       for (std::size_t first = 0; first < values.size(); first += 433) {  // pieces that straddle chunks

@@ -32,6 +32,7 @@ struct WriterOptions {
   Compression compression = Compression::gzip;
   int gzip_level = 4;  // 1 (fast) .. 9 (small); levels above 4 gain < 3% and write up to 25x slower
   int threads = 1;     // threads that compress a text split's chunks (Note [Parallel chunk compression])
+  std::size_t queue_bytes = std::size_t{64} << 20;  // with threads > 1: chunks queued per dataset, at most
 };
 
 class DatasetWriter {
