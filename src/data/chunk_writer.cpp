@@ -100,7 +100,6 @@ bool ChunkEncoder::done(const Job& job) {
 
 ChunkWriter::ChunkWriter(Handle dataset, Type type, Layout layout, std::shared_ptr<ChunkEncoder> encoder)
     : dataset_(std::move(dataset)),
-      type_(type),
       layout_(std::move(layout)),
       encoder_(std::move(encoder)),
       element_size_(size_of(type)) {
@@ -123,14 +122,14 @@ void ChunkWriter::append(const void* data, int64_t rows) {
   }
   for (; size >= chunk_bytes_; bytes += chunk_bytes_, size -= chunk_bytes_) add_chunk(bytes);
   tail_.assign(bytes, size);
-  write_ready(false);
+  write_ready(0);
 }
 
 void ChunkWriter::add_chunk(const char* data) {
   auto job = std::make_shared<ChunkEncoder::Job>();
   job->element_size = element_size_;
   job->layout = layout_;
-  if (!encoder_->queued()) {
+  if (encoder_->threads() == 0) {
     job->encoded = encode_chunk(data, chunk_bytes_, element_size_, layout_);
     job->done = true;
   } else {
@@ -139,17 +138,16 @@ void ChunkWriter::add_chunk(const char* data) {
   }
   pending_.push_back(std::move(job));
   const std::size_t limit = std::max(kMinPendingPerThread * encoder_->threads(), encoder_->queue_bytes() / chunk_bytes_);
-  if (pending_.size() > limit) write_ready(true);
+  if (pending_.size() > limit) write_ready(pending_.size() / 2);
 }
 
-// Writes the encoded chunks at the front of the queue: all of them (waiting) or those already done; with
-// a full queue (add_chunk) the older half.
-void ChunkWriter::write_ready(bool wait_all) {
+// Writes the encoded chunks at the front of the queue: the first `wait_for` (waiting for them), then those
+// already encoded.
+void ChunkWriter::write_ready(std::size_t wait_for) {
   std::size_t count = 0;
-  const std::size_t target = wait_all ? pending_.size() / 2 + (pending_.size() == 1 ? 1 : 0) : 0;
   for (; count < pending_.size(); ++count) {
     ChunkEncoder::Job& job = *pending_[count];
-    if (count < target) {
+    if (count < wait_for) {
       encoder_->wait(job);
     } else if (!encoder_->done(job)) {
       break;
@@ -167,8 +165,7 @@ void ChunkWriter::write_ready(bool wait_all) {
 }
 
 void ChunkWriter::finish() {
-  for (auto& job : pending_) encoder_->wait(*job);
-  write_ready(false);
+  write_ready(pending_.size());
   set_rows(dataset_.get(), rows_);
   if (tail_.empty()) return;
   tail_.resize(chunk_bytes_, '\0');

@@ -48,7 +48,7 @@ class ChunkEncoder {
   ChunkEncoder(const ChunkEncoder&) = delete;
   ChunkEncoder& operator=(const ChunkEncoder&) = delete;
 
-  [[nodiscard]] bool queued() const { return !workers_.empty(); }
+  // Worker threads; 0: encode on the caller, nothing is queued.
   [[nodiscard]] std::size_t threads() const { return workers_.size(); }
   [[nodiscard]] std::size_t queue_bytes() const { return queue_bytes_; }
   void submit(const std::shared_ptr<Job>& job);
@@ -80,10 +80,9 @@ class ChunkWriter {
 
  private:
   void add_chunk(const char* data);
-  void write_ready(bool wait_all);
+  void write_ready(std::size_t wait_for);
 
   Handle dataset_;
-  Type type_;
   Layout layout_;
   std::shared_ptr<ChunkEncoder> encoder_;
   std::size_t element_size_;

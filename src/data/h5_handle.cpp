@@ -54,15 +54,6 @@ hid_t file_type(Type type) {
   fail("unknown h5::Type");
 }
 
-size_t element_size(Type type) {
-  switch (type) {
-    case Type::u8: return 1;
-    case Type::i32: return 4;
-    case Type::i64: case Type::f64: return 8;
-  }
-  return 1;
-}
-
 std::string object_name(hid_t object) {
   const ssize_t length = HPCTRAIN_H5_CHECK(H5Iget_name(object, nullptr, 0));
   std::string name(static_cast<size_t>(length) + 1, '\0');
@@ -287,7 +278,7 @@ Handle create_rows_dataset(Id group, const std::string& name, Type type, const L
   Handle create(HPCTRAIN_H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)));
   HPCTRAIN_H5_CHECK(H5Pset_chunk(create.get(), rank, chunk.data()));
   if (layout.compression == Compression::gzip) {
-    if (element_size(type) > 1) HPCTRAIN_H5_CHECK(H5Pset_shuffle(create.get()));
+    if (size_of(type) > 1) HPCTRAIN_H5_CHECK(H5Pset_shuffle(create.get()));
     HPCTRAIN_H5_CHECK(H5Pset_deflate(create.get(), static_cast<unsigned>(layout.gzip_level)));
   }
   return Handle(HPCTRAIN_H5_CHECK(
@@ -311,7 +302,14 @@ void append_rows(Id dataset, Type type, const void* data, int64_t rows, int64_t 
   HPCTRAIN_H5_CHECK(H5Dwrite(dataset, memory_type(type), memory_space.get(), file_space.get(), H5P_DEFAULT, data));
 }
 
-std::size_t size_of(Type type) { return element_size(type); }
+std::size_t size_of(Type type) {
+  switch (type) {
+    case Type::u8: return 1;
+    case Type::i32: return 4;
+    case Type::i64: case Type::f64: return 8;
+  }
+  return 1;
+}
 
 void set_rows(Id dataset, int64_t rows) {
   Handle space(HPCTRAIN_H5_CHECK(H5Dget_space(dataset)));

@@ -86,17 +86,15 @@ class Temporaries {
 
 void decompress_for_ranks(Input& input, const std::filesystem::path& temporary, Temporaries& owned, dist::Comm& comm) {
   if (comm.world_size() == 1) return;
-  int32_t gzip = 0;
-  on_every_rank(comm, fmt::format("prep text: opening '{}'", input.path.string()), [&] {
-    if (comm.rank() == 0) gzip = data::is_gzip_file(input.path) ? 1 : 0;
-  });
-  comm.broadcast(&gzip, sizeof gzip, 0);
-  if (gzip == 0) return;
+  int32_t gzip = 0;  // rank 0's answer, broadcast: the ranks must agree whether to read the temporary
   on_every_rank(comm, fmt::format("prep text: decompressing '{}'", input.path.string()), [&] {
-    if (comm.rank() != 0) return;
+    if (comm.rank() != 0 || !data::is_gzip_file(input.path)) return;
+    gzip = 1;
     owned.add(temporary);
     data::copy_content(input.path, temporary);
   });
+  comm.broadcast(&gzip, sizeof gzip, 0);
+  if (gzip == 0) return;
   on_every_rank(comm, fmt::format("prep text: reading the decompressed '{}'", input.path.string()), [&] {
     HPCTRAIN_CHECK(std::filesystem::is_regular_file(temporary),
                    "'{}' (rank 0 wrote the content of '{}' there) is not visible on this rank: the ranks must share the "

@@ -53,8 +53,8 @@ class RowChecker {
 std::string bad_row_message(const std::filesystem::path& path, const BadRow& bad);
 
 // This rank's part of an input file (Note [Record ranges]): byte ranges split at record boundaries,
-// quote-aware for CSV/TSV; a gzip file is read whole by rank 0 (prep text decompresses one first: Note [Splitting a
-// gzip input]). Collective.
+// quote-aware for CSV/TSV. Plain files only: prep text decompresses a gzip input first (Note [Splitting a gzip
+// input]); a gzip file fails on every rank (it cannot be entered in the middle). Collective.
 data::TextReaderOptions input_range(const std::filesystem::path& path, dist::Comm& comm);
 
 // Per input file: each row's split (kSkipped for rejected rows) and position in its split.

@@ -72,17 +72,11 @@ data::TextReaderOptions input_range(const std::filesystem::path& path, dist::Com
   const int ranks = comm.world_size(), rank = comm.rank();
   if (ranks == 1) return range;
   std::vector<data::ByteCounts> counts(static_cast<std::size_t>(ranks));
-  bool gzip = false;
   const uint64_t size = std::filesystem::file_size(path);
   auto nominal = [&](int r) { return size / static_cast<uint64_t>(ranks) * static_cast<uint64_t>(r) + std::min<uint64_t>(r, size % ranks); };
   dist::run_collectively(comm, fmt::format("prep text: splitting '{}' into ranges", path.string()), [&] {
-    gzip = data::is_gzip_file(path);
-    if (!gzip) counts[static_cast<std::size_t>(rank)] = data::count_quotes_and_newlines(path, nominal(rank), nominal(rank + 1));
+    counts[static_cast<std::size_t>(rank)] = data::count_quotes_and_newlines(path, nominal(rank), nominal(rank + 1));
   });
-  if (gzip) {  // not splittable: rank 0 reads it all
-    if (rank > 0) range.range_end = 0;
-    return range;
-  }
   const data::ByteCounts mine = counts[static_cast<std::size_t>(rank)];
   comm.allgather(&mine, sizeof mine, counts.data());
   const bool csv = data::text_format_from_path(path) != data::TextFormat::jsonl;

@@ -29,6 +29,15 @@ void check_same_examples(const data::TextExamples& got, const data::TextExamples
   }
 }
 
+// Appends `all` to the open text split in pieces of `piece` examples (the last one shorter).
+void append_in_pieces(data::DatasetWriter& writer, const data::TextExamples& all, int64_t piece) {
+  for (int64_t first = 0; first < all.size(); first += piece) {
+    std::vector<int64_t> rows;
+    for (int64_t i = first; i < std::min(all.size(), first + piece); ++i) rows.push_back(i);
+    writer.append_text(data::gather(all, rows));
+  }
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(dataset_file)
@@ -42,11 +51,7 @@ BOOST_AUTO_TEST_CASE(text_round_trip_in_pieces) {
       {
         data::DatasetWriter writer(path, text_attributes(), {compression, 4}, false);
         writer.begin_text_split("train", pairs);
-        for (int64_t first = 0; first < all.size(); first += 123) {
-          std::vector<int64_t> rows;
-          for (int64_t i = first; i < std::min(all.size(), first + 123); ++i) rows.push_back(i);
-          writer.append_text(data::gather(all, rows));
-        }
+        append_in_pieces(writer, all, 123);
         writer.end_split();
         writer.commit();
       }
@@ -135,11 +140,7 @@ BOOST_AUTO_TEST_CASE(text_file_independent_of_writer_threads) {
     options.threads = threads;
     data::DatasetWriter writer(files.back(), text_attributes(), options, false);
     writer.begin_text_split("train", true);
-    for (int64_t first = 0; first < all.size(); first += 1999) {
-      std::vector<int64_t> rows;
-      for (int64_t i = first; i < std::min(all.size(), first + 1999); ++i) rows.push_back(i);
-      writer.append_text(data::gather(all, rows));
-    }
+    append_in_pieces(writer, all, 1999);
     writer.commit();
   }
   for (const auto& file : files) {
