@@ -126,7 +126,7 @@ LayerRunner checkpointing_layer_runner() {
   };
 }
 
-void set_gradient_checkpointing(SequenceClassifier& model, bool enabled) {
+void set_gradient_checkpointing(Model& model, bool enabled) {
   model.set_layer_runner(enabled ? checkpointing_layer_runner() : LayerRunner());
 }
 

@@ -29,7 +29,7 @@ std::string torch_dtype_name(at::ScalarType type) {
 
 // The config transformers writes next to these weights: the architecture and their dtype; labels,
 // model_type and unknown keys as the model's config has them (HfConfig::to_json).
-io::HfConfig config_to_save(const SequenceClassifier& model, at::ScalarType dtype) {
+io::HfConfig config_to_save(const Model& model, at::ScalarType dtype) {
   io::HfConfig config = model.config();
   config.common.architectures = {model.spec().architecture};
   config.common.dtype = torch_dtype_name(dtype);
@@ -54,7 +54,7 @@ Pretrained from_pretrained(const fs::path& dir) {
   return out;
 }
 
-void write_pretrained_files(const SequenceClassifier& model, const fs::path& dir,
+void write_pretrained_files(const Model& model, const fs::path& dir,
                             const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
   StateDict tensors = state_dict(model);
   if (save_dtype) {
@@ -71,7 +71,7 @@ void write_pretrained_files(const SequenceClassifier& model, const fs::path& dir
   }
 }
 
-void save_pretrained(const SequenceClassifier& model, const fs::path& dir,
+void save_pretrained(const Model& model, const fs::path& dir,
                      const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
   if (fs::exists(dir)) {
     HPCTRAIN_CHECK(fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "config.json")),

@@ -61,7 +61,7 @@ struct Problems {
 };
 
 // `encoder_matches`: checkpoint tensors found for model names outside the head modules.
-[[noreturn]] void throw_problems(const Problems& p, const SequenceClassifier& model, const std::string& source,
+[[noreturn]] void throw_problems(const Problems& p, const Model& model, const std::string& source,
                                  std::size_t encoder_matches) {
   const ModelSpec& spec = model.spec();
   std::string message = fmt::format(
@@ -95,7 +95,7 @@ StateDict state_dict(const torch::nn::Module& model) {
   return out;
 }
 
-LoadReport load_state_dict(SequenceClassifier& model, const StateDict& tensors, const std::string& source) {
+LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::string& source) {
   const ModelSpec& spec = model.spec();
   const StateDict expected = state_dict(model);
   LoadReport report;

@@ -34,11 +34,11 @@ namespace fs = std::filesystem;
 
 // Transformers' gradient_checkpointing_enable(): only models with transformer layers support it.
 void enable_gradient_checkpointing(torch::nn::Module& model) {
-  auto* classifier = dynamic_cast<models::SequenceClassifier*>(&model);
-  HPCTRAIN_CHECK(classifier != nullptr && !classifier->transformer_layers().empty(),
+  auto* known = dynamic_cast<models::Model*>(&model);
+  HPCTRAIN_CHECK(known != nullptr && !known->transformer_layers().empty(),
                  "--gradient-checkpointing: {} has no transformer layers to checkpoint (DistilBERT and BERT have)",
-                 classifier != nullptr ? classifier->spec().architecture : model.name());
-  models::set_gradient_checkpointing(*classifier, true);
+                 known != nullptr ? known->spec().architecture : model.name());
+  models::set_gradient_checkpointing(*known, true);
 }
 
 int64_t mib_to_bytes(double mib) { return static_cast<int64_t>(mib * 1024.0 * 1024.0); }
@@ -235,6 +235,34 @@ double Accelerator::clip_grad_norm(double max_norm) {
   return total;
 }
 
+StepOutcome Accelerator::optimizer_step(double lr, double max_grad_norm) {
+  HPCTRAIN_CHECK(optimizer_ != nullptr, "Accelerator::optimizer_step: no optimizer registered (prepare() or "
+                 "register_optimizer() first)");
+  StepOutcome outcome;
+  outcome.lr = lr;
+  if (unscale_gradients()) {  // Note [Found-inf agreement]: the same on every rank
+    outcome.result = StepOutcome::Result::skipped_overflow;
+  } else {
+    outcome.grad_norm = clip_grad_norm(max_grad_norm);
+    optimizer_->step(lr);
+  }
+  update_loss_scale();
+  zero_grad();
+  outcome.loss_scale = loss_scale();
+  return outcome;
+}
+
+StepOutcome Accelerator::skip_step(double lr) {
+  set_gradient_sync(true);  // the micro-batches after the skipped one ran no backward
+  update_loss_scale();      // nothing was unscaled: the scale stays
+  zero_grad();
+  StepOutcome outcome;
+  outcome.result = StepOutcome::Result::skipped_nonfinite_loss;
+  outcome.lr = lr;
+  outcome.loss_scale = loss_scale();
+  return outcome;
+}
+
 void Accelerator::zero_grad() {
   for (at::Tensor& param : trainable_) param.mutable_grad() = at::Tensor();
 }
@@ -272,8 +300,8 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
   dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
     if (!comm_.is_main_process()) return;
     io::write_folder_atomically(dir, [&](const fs::path& tmp) {
-      if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(model_))
-        models::write_pretrained_files(*classifier, tmp, tokenizer_files_);
+      if (const auto* known = dynamic_cast<const models::Model*>(model_))
+        models::write_pretrained_files(*known, tmp, tokenizer_files_);
       else
         models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
       if (optimizer_ != nullptr) save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
@@ -290,8 +318,7 @@ nlohmann::json Accelerator::load_state(const fs::path& dir) {
   std::string state_text;
   dist::run_collectively(comm_, fmt::format("verifying '{}'", dir.string()), [&] {
     if (!comm_.is_main_process()) return;
-    if (const std::string warning = verify_checkpoint(dir); !warning.empty()) log::warning("{}", warning);
-    if (fs::is_regular_file(dir / kTrainerStateName)) state_text = read_text(dir / kTrainerStateName);
+    state_text = read_verified_trainer_state(dir);
   });
   comm_.broadcast_string(state_text, 0);
   load_tensors(dir);
@@ -300,9 +327,9 @@ nlohmann::json Accelerator::load_state(const fs::path& dir) {
 
 void Accelerator::load_tensors(const fs::path& dir) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::load_tensors: no model prepared");
-  const bool classifier = dynamic_cast<const models::SequenceClassifier*>(model_) != nullptr;
+  const bool hf_model = dynamic_cast<const models::Model*>(model_) != nullptr;
   const TensorMap weights = read_on_root(comm_, fmt::format("reading the model weights in '{}'", dir.string()), [&] {
-    if (!classifier) return models::load_tensor_file(dir / kModelWeightsName);
+    if (!hf_model) return models::load_tensor_file(dir / kModelWeightsName);
     const models::StateDict stored = models::read_weights(dir);  // model.safetensors or its shards
     return TensorMap(stored.begin(), stored.end());
   });

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 #include "hpctrain/core/sha256.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 
@@ -136,9 +137,9 @@ void remove_stale_temporaries(const fs::path& output) {
   for (const fs::path& path : stale) fs::remove_all(path, error);
 }
 
-fs::path move_aside(const fs::path& path, const std::string& run_id) {
+fs::path move_aside(const fs::path& path, const std::string& id, const std::string& tag) {
   const fs::path name = path.filename();
-  const fs::path aside = path.parent_path() / fmt::format("{}.run-{}{}", name.stem().string(), run_id,
+  const fs::path aside = path.parent_path() / fmt::format("{}.{}-{}{}", name.stem().string(), tag, id,
                                                           name.extension().string());
   std::error_code error;
   HPCTRAIN_CHECK(!fs::exists(aside), "cannot move '{}' aside: '{}' exists", path.string(), aside.string());
@@ -198,6 +199,13 @@ std::string verify_checkpoint(const fs::path& dir) {
     HPCTRAIN_CHECK(listed.count(name) || !read_on_resume(name), "{}: not listed in {}: it was added after the save",
                    (dir / name).string(), kManifestName);
   return "";
+}
+
+std::string read_verified_trainer_state(const fs::path& dir) {
+  HPCTRAIN_CHECK(fs::is_directory(dir), "'{}': no such checkpoint folder", dir.string());
+  if (const std::string warning = verify_checkpoint(dir); !warning.empty()) log::warning("resume: {}", warning);
+  const fs::path file = dir / kTrainerStateName;
+  return fs::exists(file) ? read_text(file) : "";
 }
 
 void write_text(const fs::path& path, const std::string& contents) {

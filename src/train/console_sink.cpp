@@ -39,9 +39,11 @@ class ConsoleSink final : public LogSink {
     draw(r.step, text);
   }
 
-  void on_eval(int64_t step, double epoch, const ClassificationMetrics& m) override {
-    info(fmt::format("eval at step {} (epoch {:.2f}): loss {:.4f}, accuracy {:.4f}, macro-F1 {:.4f} over {} examples",
-                     step, epoch, m.loss, m.accuracy, m.macro_f1, m.examples));
+  void on_eval(int64_t step, double epoch, const EvalMetrics& m) override {
+    std::string scores;
+    for (const Score& score : m.scores) scores += fmt::format(", {} {:.4f}", score.label, score.value);
+    info(fmt::format("eval at step {} (epoch {:.2f}): loss {:.4f}{} over {} examples", step, epoch, m.loss, scores,
+                     m.examples));
   }
 
   void info(const std::string& line) override {

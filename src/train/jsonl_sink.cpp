@@ -54,10 +54,7 @@ class JsonlSink final : public LogSink {
     write(line);
   }
 
-  void on_eval(int64_t step, double epoch, const ClassificationMetrics& m) override {
-    write({{"epoch", epoch}, {"eval_loss", m.loss}, {"eval_accuracy", m.accuracy}, {"eval_macro_f1", m.macro_f1},
-           {"eval_examples", m.examples}, {"step", step}});
-  }
+  void on_eval(int64_t step, double epoch, const EvalMetrics& m) override { write(eval_entry(step, epoch, m)); }
 
   void finish() override { file_.flush(); }
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "hpctrain/train/metrics.hpp"
+#include "hpctrain/train/eval_metrics.hpp"
 #include "training_log.hpp"
 
 namespace hpctrain::train {
@@ -22,7 +22,7 @@ class LogSink {
   virtual ~LogSink() = default;
   // Every step; `logged` on the steps metrics.jsonl records (every logging_steps, the last, every skip).
   virtual void on_step(const StepRecord& record, const StepWindow& window, bool logged) = 0;
-  virtual void on_eval(int64_t step, double epoch, const ClassificationMetrics& metrics) = 0;
+  virtual void on_eval(int64_t step, double epoch, const EvalMetrics& metrics) = 0;
   // A line for the terminal (only the console sink prints it).
   virtual void info(const std::string& /*line*/) {}
   virtual void finish() {}

@@ -25,9 +25,11 @@ class TensorBoardSink final : public LogSink {
     events_.add_scalars(r.step, scalars);
   }
 
-  void on_eval(int64_t step, double epoch, const ClassificationMetrics& m) override {
-    events_.add_scalars(step, {{"eval/loss", m.loss}, {"eval/accuracy", m.accuracy}, {"eval/macro_f1", m.macro_f1},
-                               {"eval/epoch", epoch}});
+  void on_eval(int64_t step, double epoch, const EvalMetrics& m) override {
+    std::vector<std::pair<std::string, double>> scalars{{"eval/loss", m.loss}};
+    for (const Score& score : m.scores) scalars.emplace_back("eval/" + score.key, score.value);
+    scalars.emplace_back("eval/epoch", epoch);
+    events_.add_scalars(step, scalars);
   }
 
  private:

@@ -1,13 +1,15 @@
 // run_training (trainer.hpp): set-up, the step loop, evaluation, checkpoints and the final model.
 //
 // One optimizer step = k micro-batches (k = --gradient-accumulation-steps, fewer at an epoch's end).
-// For each micro-batch every rank: reads its batch, reseeds dropout (Note [Dropout seeds]), runs the
-// forward pass, computes per-example cross-entropy on the rows it trains on (not padding duplicates, not
-// rows before a resume position: Note [Resume position]), and allreduces (rows, loss sum, non-finite,
-// stop request) — 32 bytes — so that every rank knows the global row count and agrees on a non-finite
-// loss before any rank enters backward, and on stopping early (Note [Stop agreement]). The loss it
-// back-propagates is local_sum * W / (global_rows * k): the gradient reducer averages over W ranks, so the
-// step's gradient is that of the mean cross-entropy over the global batch, whatever the number of ranks.
+// For each micro-batch every rank: reads its batch, reseeds dropout (Note [Dropout seeds]), marks the rows it
+// trains on (not padding duplicates, not rows before a resume position: Note [Resume position]), runs the
+// objective (Note [Objectives]: the task's loss summed over what it counts, and the count), and allreduces
+// (rows, count, loss sum, stop request) — 32 bytes — so that every rank knows the global count and agrees
+// on a non-finite loss before any rank enters backward, and on stopping early (Note [Stop agreement]). The
+// loss it back-propagates is local_sum * W / (global_count * k): the gradient reducer averages over W ranks,
+// so the step's gradient is that of the mean loss per counted unit over the global batch, whatever the
+// number of ranks. The step itself is Accelerator::optimizer_step (Note [The step protocol]). The task is
+// the objective's business alone: the loop, the Accelerator and the sinks never name it.
 //
 // Note [Stop agreement]: a signal (core/stop_request.hpp) or a near time limit (time_limit.hpp) is seen by
 // one rank at any moment, so it is never acted on where it arrives. Each micro-batch's forward folds this
@@ -30,6 +32,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <limits>
 
@@ -48,6 +51,8 @@
 #include "hpctrain/train/evaluation.hpp"
 #include "hpctrain/train/optimizer.hpp"
 #include "hpctrain/train/run_agreement.hpp"
+#include "hpctrain/train/objective.hpp"
+#include "hpctrain/train/resume_point.hpp"
 #include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/time_limit.hpp"
 #include "hpctrain/train/trainer_state.hpp"
@@ -94,51 +99,6 @@ TestSignal test_signal_from_environment() {
   return out;
 }
 
-// The checkpoint's trainer_state.json text once `dir` verified against its manifest and the state's fields
-// validated (Note [Verified checkpoints]); Error naming the file otherwise.
-std::string read_verified_state(const fs::path& dir) {
-  if (const std::string warning = verify_checkpoint(dir); !warning.empty()) log::warning("resume: {}", warning);
-  const fs::path file = dir / kTrainerStateName;
-  const std::string text = read_text(file);
-  (void)trainer_state_from_json(io::parse_json_text(text, file.string()), file.string());
-  return text;
-}
-
-// Rank 0: --resume DIR, or for --resume auto the newest of this run's checkpoints that verifies (each one
-// skipped is logged with the reason). {"", ""}: start fresh.
-std::pair<fs::path, std::string> pick_checkpoint(const TrainOptions& o, const RunIdentity& run) {
-  if (o.resume != "auto") return {o.resume, read_verified_state(o.resume)};
-  const auto own = own_checkpoints(o.output, [&](const auto& id) { return owns(run, id); });
-  std::vector<std::string> reasons;
-  for (auto it = own.rbegin(); it != own.rend(); ++it) {
-    try {
-      return {it->path, read_verified_state(it->path)};
-    } catch (const std::exception& e) {
-      log::warning("--resume auto: skipping {}: {}", it->path.filename().string(), e.what());
-      reasons.push_back(fmt::format("{}: {}", it->path.filename().string(), e.what()));
-    }
-  }
-  HPCTRAIN_CHECK(own.empty(), "--resume auto: none of the {} checkpoint(s) of run {} in '{}' is intact:\n  {}",
-                 own.size(), run.run_id, o.output.string(), fmt::join(reasons, "\n  "));
-  log::info("--resume auto: no complete checkpoint of run {} in '{}', starting fresh", run.run_id, o.output.string());
-  return {};
-}
-
-// Rank 0 picks and verifies the checkpoint; every rank receives its folder and trainer state (read once).
-std::pair<fs::path, std::optional<TrainerState>> find_resume_point(dist::Comm& comm, const TrainOptions& o,
-                                                                   const RunIdentity& run) {
-  std::string dir, text;
-  dist::run_collectively(comm, "choosing the checkpoint to resume", [&] {
-    if (!comm.is_main_process() || o.resume.empty()) return;
-    auto [picked, state] = pick_checkpoint(o, run);
-    dir = picked.string(), text = std::move(state);
-  });
-  comm.broadcast_string(dir, 0);
-  comm.broadcast_string(text, 0);
-  if (dir.empty()) return {};
-  return {dir, trainer_state_from_json(nlohmann::json::parse(text), (fs::path(dir) / kTrainerStateName).string())};
-}
-
 struct Run {
   const TrainOptions& options;
   dist::Comm& comm;
@@ -146,6 +106,7 @@ struct Run {
   std::unique_ptr<data::DatasetReader> dataset;
   ModelSetup setup;
   std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<Objective> objective;  // the task (Note [Objectives])
   std::unique_ptr<loader::ShardLoader> train_loader, eval_loader;
   RunFolder folder;  // Note [One run per folder]: rank 0 holds its lock until the run ends
   TrainerState state;
@@ -158,7 +119,7 @@ struct Run {
   InjectedOverflow overflow_at;
   bool best_is_current = false;  // the last evaluation set best_metric
   bool sync_check_due = false;   // --check-sync-every came due; with Local SGD it waits for the next average
-  std::optional<EvaluationResult> last_eval;
+  std::optional<Evaluation> last_eval;
   // Stopping early (Note [Stop agreement]).
   Clock::time_point run_start;  // of run_training: --max-time counts the set-up too
   double time_budget_seconds = 0;
@@ -180,19 +141,33 @@ struct Run {
   [[nodiscard]] core::StopReason local_stop_request() const;
   void limit_to_slurm_time_left();
   void set_up();
+  ResumePoint open_run();
+  void build(const ResumePoint& resume);
+  void start_reports();
   void print_plan();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
   struct MicroBatch {
     at::Tensor keep;       // bool [B] (CPU): rows trained on (not padding, not before the resume position)
-    at::Tensor local_sum;  // this rank's summed cross-entropy over kept rows (device scalar, with grad)
-    double global_rows = 0, global_loss_sum = 0;  // summed over ranks
+    at::Tensor local_sum;  // this rank's loss summed over what the objective counts (device scalar, with grad)
+    double global_rows = 0, global_count = 0, global_loss_sum = 0;  // summed over ranks
     bool local_nonfinite = false, any_nonfinite = false;
     core::StopReason stop;  // agreed over ranks (Note [Stop agreement])
   };
+  // A step's micro-batches, summed over ranks; `skip` when a non-finite loss skips the step.
+  struct StepTotals {
+    double rows = 0, count = 0, loss_sum = 0;
+    bool skip = false;
+  };
+  [[nodiscard]] at::Tensor kept_rows(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) const;
   MicroBatch forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip);
   void on_nonfinite(bool local_nonfinite, int64_t epoch);
   void trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t epoch);
   void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends);
+  StepTotals run_micro_batches(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
+                               span::Tally& phases);
+  void backward(const MicroBatch& micro, int64_t micro_index, int64_t micro_batches, span::Tally& phases);
+  void synchronize_if_due(bool epoch_ends);
+  void record_step(const StepTotals& totals, const StepOutcome& outcome, const StepTimes& times, int64_t bytes);
   [[nodiscard]] bool evaluation_due(int64_t step, bool epoch_ended) const;
   [[nodiscard]] bool checkpoint_due(int64_t step, bool epoch_ended) const;
   void after_step(bool epoch_ended);
@@ -214,6 +189,13 @@ void Run::limit_to_slurm_time_left() {
 }
 
 void Run::set_up() {
+  const ResumePoint resume = open_run();
+  build(resume);
+  start_reports();
+}
+
+// The dataset, the agreed options, the run folder, the resume point and the plan: what decides the run.
+ResumePoint Run::open_run() {
   dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
   limit_to_slurm_time_left();
@@ -223,26 +205,29 @@ void Run::set_up() {
                  "--eval-split '{}': '{}' has no such split; it has: {}", options.eval_split, options.data.string(),
                  fmt::join(dataset->splits(), ", "));
   folder = claim_run_folder(comm, options.output, FolderClaim{options.resume, options.overwrite_output_dir});
-  const auto [resume_dir, resumed] = find_resume_point(comm, options, folder.identity);
-  const TrainerState saved = resumed.value_or(TrainerState{});
+  ResumePoint resume = find_resume_point(comm, options.resume, options.output, folder.identity);
   RunGeometry requested;
   requested.world_size = comm.world_size(), requested.per_rank_batch = options.batch_size;
   requested.accumulation = options.accelerator.gradient_accumulation_steps, requested.shuffle = options.shuffle;
   requested.seed = options.accelerator.seed, requested.train_examples = dataset->split_info(options.train_split).num_examples;
-  plan = plan_start(resume_dir.empty() ? nullptr : &saved, requested);
-  HPCTRAIN_CHECK(dataset->num_labels() >= 2, "'{}' has {} label(s); classification needs at least 2",
-                 options.data.string(), dataset->num_labels());
+  plan = plan_start(resume.state ? &*resume.state : nullptr, requested);
+  objective = make_objective(*dataset);
+  return resume;
+}
 
+// The model (rank 0's weights, or the checkpoint's), the optimizer, the state and the loaders.
+void Run::build(const ResumePoint& resume) {
   TrainOptions seeded = options;
   seeded.accelerator.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
+  acc.set_seed(plan.geometry.seed);              // Note [Dropout seeds]: and the same dropout masks
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
   optimizer = make_optimizer(options.optimizer, setup.model->named_parameters().pairs());
   acc.register_optimizer(*optimizer);
-  if (!resume_dir.empty()) {
-    acc.load_tensors(resume_dir);  // verified by find_resume_point
-    state = saved;
+  if (resume.state) {
+    acc.load_tensors(resume.dir);  // verified by find_resume_point
+    state = *resume.state;
   }
   state.run_id = folder.identity.run_id;
   loader::LoaderOptions train_options;
@@ -257,7 +242,11 @@ void Run::set_up() {
     eval_options.batch_size = options.eval_batch_size > 0 ? options.eval_batch_size : options.batch_size;
     eval_loader = acc.prepare_data(options.data, eval_options);
   }
+}
 
+// The step count and schedule, then metrics.jsonl and the other sinks (only now: Note [Never start over
+// silently]), the example trace and the notes of the set-up.
+void Run::start_reports() {
   total = total_steps(plan, options.epochs, options.max_steps);
   state.global_step = plan.global_step, state.position = plan.position, state.geometry = plan.geometry;
   state.schedule = LrSchedule{parse_schedule(options.lr_scheduler), options.lr,
@@ -320,34 +309,34 @@ core::StopReason Run::local_stop_request() const {
   return reason;
 }
 
-// Forward of one micro-batch and the 32-byte agreement on (rows, loss sum, non-finite, ranks asking to stop).
-Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) {
+// Rows of `batch` trained on: not padding duplicates, not before the resume position (Note [Resume position]).
+at::Tensor Run::kept_rows(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) const {
   const RunGeometry& g = plan.geometry;
-  models::ModelInputs inputs = to_model_inputs(batch, acc.device());
-  const at::Tensor labels = inputs.labels;
-  inputs.labels = at::Tensor();  // per-example losses below, not the model's batch mean
-  at::Tensor logits;
-  {
-    const AutocastRegion region = acc.autocast();  // --mixed-precision: the forward's matrix products
-    logits = setup.model->forward(inputs).logits;
-  }
-  MicroBatch out;
-  out.keep = batch.is_padding.logical_not().contiguous();
-  auto keep_row = out.keep.accessor<bool, 1>();
+  at::Tensor keep = batch.is_padding.logical_not().contiguous();
+  auto keep_row = keep.accessor<bool, 1>();
   if (batch_index * g.per_rank_batch * g.world_size < resume_skip) {
     for (int64_t row = 0; row < batch.size(); ++row)
       if (before_position(g, comm.rank(), batch_index, row, resume_skip)) keep_row[row] = false;
   }
-  // The loss in fp32, outside the autocast region.
-  const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
-  out.local_sum = at::where(out.keep.to(acc.device()), per_example, at::zeros_like(per_example)).sum();
+  return keep;
+}
+
+// Forward of one micro-batch through the objective (Note [Objectives]) and the 32-byte agreement on (rows,
+// counted units, loss sum, ranks asking to stop). A rank's non-finite loss makes the summed loss non-finite
+// on every rank, so the sum is also the agreement on it.
+Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) {
+  MicroBatch out;
+  out.keep = kept_rows(batch, batch_index, resume_skip);
+  const MicroBatchLoss loss = objective->loss(*setup.model, batch, out.keep, acc);
+  out.local_sum = loss.sum;
   const double local_value = out.local_sum.item<double>();
   out.local_nonfinite = !std::isfinite(local_value);
   const core::StopReason request = local_stop_request();
-  double stats[4] = {static_cast<double>(out.keep.sum().item<int64_t>()), local_value, out.local_nonfinite ? 1.0 : 0.0,
+  double stats[4] = {static_cast<double>(out.keep.sum().item<int64_t>()), loss.count, local_value,
                      request.any() ? 1.0 : 0.0};
   comm.allreduce(stats, 4);
-  out.global_rows = stats[0], out.global_loss_sum = stats[1], out.any_nonfinite = stats[2] > 0;
+  out.global_rows = stats[0], out.global_count = stats[1], out.global_loss_sum = stats[2];
+  out.any_nonfinite = !std::isfinite(out.global_loss_sum);
   // Once per run, when some rank asked: which reason (one more collective, on every rank at once).
   if (stats[3] > 0 && !stop.any())
     out.stop = core::decode_stop_reason(comm.allreduce_value(core::encode_stop_reason(request), dist::ReduceOp::max));
@@ -382,10 +371,27 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   span::Span whole_step("step", "train", state.global_step + 1);
   span::Tally phases;
   const int64_t bytes_before = comm.bytes_sent();
+  const StepTotals totals = run_micro_batches(epoch, first_batch, micro_batches, resume_skip, phases);
+  span::Span optimizer_span("optimizer", "train", -1, &phases);
+  const double lr = learning_rate(state.schedule, state.global_step);
+  // Note [The step protocol]: unscale, agree on overflow, clip, step, update the scale, zero the gradients.
+  const StepOutcome outcome = totals.skip ? acc.skip_step(lr) : acc.optimizer_step(lr, options.max_grad_norm);
+  if (outcome.result == StepOutcome::Result::skipped_overflow)
+    report->info(fmt::format("step {}: the gradients hold inf/NaN (loss scaling); the step is skipped on every rank, "
+                             "loss scale now {}", state.global_step + 1, outcome.loss_scale.value_or(0)));
+  optimizer_span.stop();
+  span::Span averaging("parameter averaging", "communication", -1, &phases);
+  synchronize_if_due(epoch_ends);
+  averaging.stop();
+  const StepTimes times = step_times(phases, whole_step.stop());
+  record_step(totals, outcome, times, comm.bytes_sent() - bytes_before);
+}
+
+// The step's micro-batches: data, forward (through the objective), the agreement, backward.
+Run::StepTotals Run::run_micro_batches(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
+                                       span::Tally& phases) {
   const RunGeometry& g = plan.geometry;
-  StepTimes times;
-  double loss_sum = 0, rows = 0;
-  bool skip = false;
+  StepTotals totals;
   for (int64_t i = 0; i < micro_batches; ++i) {
     const int64_t batch_index = first_batch + i;
     span::Span data_wait("data wait", "train", batch_index, &phases);
@@ -393,7 +399,7 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
     data_wait.stop();
     HPCTRAIN_CHECK(batch.has_value(), "the loader ended epoch {} before batch {}", epoch, batch_index);
     state.position = DataPosition{epoch, (batch_index * g.per_rank_batch + batch->size()) * g.world_size};
-    if (skip) continue;  // a non-finite micro-batch earlier in this step: consume the data only
+    if (totals.skip) continue;  // a non-finite micro-batch earlier in this step: consume the data only
     acc.set_gradient_sync(i + 1 == micro_batches);
     span::Span forward_span("forward", "train", i, &phases);
     acc.seed_step(state.global_step, i);
@@ -402,55 +408,45 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
     if (micro.stop.any()) stop = micro.stop;
     if (micro.any_nonfinite) {
       on_nonfinite(micro.local_nonfinite, epoch);
-      skip = true;
+      totals.skip = true;
       continue;
     }
-    // Gradient of the mean over the global batch once the reducer averages over W ranks.
-    double scale = g.world_size / (std::max(1.0, micro.global_rows) * static_cast<double>(micro_batches));
-    if (inject_overflow && i + 1 == micro_batches && overflow_at == InjectedOverflow{comm.rank(), state.global_step + 1})
-      scale = std::numeric_limits<double>::infinity();  // --inject-overflow: this rank's gradients become inf
-    span::Span backward_span("backward", "train", i, &phases);
-    acc.backward(micro.local_sum * scale);  // with gradient sync, finalize's "gradient sync" span nests in it
-    backward_span.stop();
-    if (acc.sync_gradients()) phases.add("gradient sync", acc.reducer().last_step_stats().exposed_seconds);
-    loss_sum += micro.global_loss_sum, rows += micro.global_rows;
+    backward(micro, i, micro_batches, phases);
+    totals.loss_sum += micro.global_loss_sum, totals.count += micro.global_count, totals.rows += micro.global_rows;
     if (trace.is_open()) trace_rows(*batch, micro.keep, epoch);
   }
-  span::Span optimizer_span("optimizer", "train", -1, &phases);
-  double grad_norm = 0;
-  const double lr = learning_rate(state.schedule, state.global_step);
-  bool overflow = false;
-  if (skip) {
-    acc.set_gradient_sync(true);
-    ++state.skipped_steps;
-  } else if (acc.unscale_gradients()) {  // Note [Found-inf agreement]: the same on every rank
-    overflow = true;
-    ++state.skipped_steps;
-  } else {
-    grad_norm = acc.clip_grad_norm(options.max_grad_norm);
-    optimizer->step(lr);
-  }
-  acc.update_loss_scale();
-  if (overflow)
-    report->info(fmt::format("step {}: the gradients hold inf/NaN (loss scaling); the step is skipped on every rank, "
-                             "loss scale now {}", state.global_step + 1, *acc.loss_scale()));
-  acc.zero_grad();
-  optimizer_span.stop();
-  span::Span averaging("parameter averaging", "communication", -1, &phases);
-  // Local SGD: every K steps, and before an evaluation or a checkpoint (they see averaged parameters).
+  return totals;
+}
+
+// Backward of the local loss sum, scaled so that once the reducer averages over W ranks the gradient is that
+// of the mean over the global batch's counted units (Note [Objectives]).
+void Run::backward(const MicroBatch& micro, int64_t micro_index, int64_t micro_batches, span::Tally& phases) {
+  const RunGeometry& g = plan.geometry;
+  double scale = g.world_size / (std::max(1.0, micro.global_count) * static_cast<double>(micro_batches));
+  if (inject_overflow && micro_index + 1 == micro_batches && overflow_at == InjectedOverflow{comm.rank(), state.global_step + 1})
+    scale = std::numeric_limits<double>::infinity();  // --inject-overflow: this rank's gradients become inf
+  span::Span backward_span("backward", "train", micro_index, &phases);
+  acc.backward(micro.local_sum * scale);  // with gradient sync, finalize's "gradient sync" span nests in it
+  backward_span.stop();
+  if (acc.sync_gradients()) phases.add("gradient sync", acc.reducer().last_step_stats().exposed_seconds);
+}
+
+// Local SGD: every K steps, and before an evaluation or a checkpoint (they see averaged parameters).
+void Run::synchronize_if_due(bool epoch_ends) {
   (void)acc.local_sgd_step();
-  if (evaluation_due(state.global_step + 1, epoch_ends) || checkpoint_due(state.global_step + 1, epoch_ends) ||
-      stop.any())
-    acc.synchronize_parameters();
-  averaging.stop();
-  times = step_times(phases, whole_step.stop());
+  const int64_t next = state.global_step + 1;
+  if (evaluation_due(next, epoch_ends) || checkpoint_due(next, epoch_ends) || stop.any()) acc.synchronize_parameters();
+}
+
+void Run::record_step(const StepTotals& totals, const StepOutcome& outcome, const StepTimes& times, int64_t bytes) {
   margin.longest_step = std::max(margin.longest_step, times.total);
   ++state.global_step;
-  state.samples_seen += static_cast<int64_t>(rows);
-  const double loss = skip || rows == 0 ? std::nan("") : loss_sum / rows;  // null in metrics.jsonl
-  StepRecord record{state.global_step, state.epoch_float(), loss, lr, grad_norm, static_cast<int64_t>(rows), times,
-                          skip || overflow, acc.loss_scale()};
-  record.comm_bytes = comm.bytes_sent() - bytes_before;
+  if (!outcome.stepped()) ++state.skipped_steps;
+  state.samples_seen += static_cast<int64_t>(totals.rows);
+  const double loss = totals.skip || totals.count == 0 ? std::nan("") : totals.loss_sum / totals.count;  // null in metrics.jsonl
+  StepRecord record{state.global_step, state.epoch_float(), loss, outcome.lr, outcome.grad_norm,
+                    static_cast<int64_t>(totals.rows), times, !outcome.stepped(), outcome.loss_scale};
+  record.comm_bytes = bytes;
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }
 
@@ -480,12 +476,13 @@ void Run::after_step(bool epoch_ended) {
 
 void Run::evaluate_now() {
   const span::Span evaluation("evaluation", "train", state.global_step);
-  last_eval = evaluate(*setup.model, *eval_loader, comm, acc.device(),
-                       options.skip_nonfinite ? NonFinite::count : NonFinite::fail, acc.precision().autocast_dtype());
+  last_eval = objective->evaluate(*setup.model, *eval_loader, acc,
+                                  options.skip_nonfinite ? NonFinite::count : NonFinite::fail);
   last_eval_step = state.global_step;
   state.log_history.push_back(report->add_eval(state.global_step, state.epoch_float(), last_eval->metrics));
-  best_is_current = !state.best_metric || last_eval->metrics.accuracy > *state.best_metric;
-  if (best_is_current) state.best_metric = last_eval->metrics.accuracy;
+  const std::optional<double> score = last_eval->metrics.score(objective->best_metric());
+  best_is_current = score && objective->improves(*score, state.best_metric);
+  if (best_is_current) state.best_metric = score;
 }
 
 void Run::save_checkpoint() {
@@ -493,7 +490,15 @@ void Run::save_checkpoint() {
   const fs::path dir = options.output / checkpoint_name(state.global_step);
   const auto owned = [&](const std::optional<std::string>& id) { return owns(folder.identity, id); };
   dist::run_collectively(comm, fmt::format("making room for '{}'", dir.string()), [&] {
-    if (!comm.is_main_process() || !fs::exists(dir) || owned(checkpoint_run_id(dir))) return;
+    if (!comm.is_main_process() || !fs::exists(dir)) return;
+    const CheckpointOwner owner = checkpoint_owner(dir, folder.identity);
+    if (owner == CheckpointOwner::this_run) return;  // replaced whole by the save (Note [Complete checkpoints])
+    if (owner == CheckpointOwner::this_run_damaged) {  // Note [Never start over silently]: kept, as damaged
+      const fs::path aside = move_aside(dir, fmt::format("{}-{}", folder.identity.run_id, std::time(nullptr)), "damaged");
+      report->info(fmt::format("this run's damaged {} is now {} (never removed)", dir.filename().string(),
+                               aside.filename().string()));
+      return;
+    }
     const fs::path aside = move_aside(dir, checkpoint_run_id(dir).value_or("unmarked-" + folder.identity.run_id));
     report->info(fmt::format("another run's {} is now {} (never removed)", dir.filename().string(), aside.filename().string()));
   });
@@ -507,13 +512,6 @@ void Run::save_checkpoint() {
       report->info(fmt::format("removed {} (--save-total-limit {})", removed.filename().string(), options.save_total_limit));
   }
   report->info(fmt::format("saved {}", dir.string()));
-}
-
-double majority_of(const ConfusionMatrix& matrix) {
-  std::vector<int64_t> label_counts(static_cast<std::size_t>(matrix.num_labels()), 0);
-  for (int64_t label = 0; label < matrix.num_labels(); ++label)
-    for (int64_t guess = 0; guess < matrix.num_labels(); ++guess) label_counts[static_cast<std::size_t>(label)] += matrix.count(label, guess);
-  return majority_baseline(label_counts);
 }
 
 TrainResult Run::finish(double seconds, int64_t samples) {
@@ -539,10 +537,8 @@ TrainResult Run::finish(double seconds, int64_t samples) {
             result.samples_per_second, result.final_dir.string());
   if (last_eval) {
     result.eval = last_eval->metrics;
-    result.majority_baseline = majority_of(last_eval->matrix);
-    log::info("{}: accuracy {:.4f} (majority-class baseline {:.4f}), macro-F1 {:.4f}, loss {:.4f} over {} examples",
-              options.eval_split, result.eval->accuracy, result.majority_baseline, result.eval->macro_f1,
-              result.eval->loss, result.eval->examples);
+    result.majority_baseline = last_eval->baseline.value_or(0);
+    log::info("{}: {}", options.eval_split, objective->describe(*last_eval));
   }
   return result;
 }

@@ -14,6 +14,12 @@ void add_times(StepTimes& into, const StepTimes& t) {
 
 }  // namespace
 
+nlohmann::json eval_entry(int64_t step, double epoch, const EvalMetrics& m) {
+  nlohmann::json entry = {{"epoch", epoch}, {"eval_loss", m.loss}, {"eval_examples", m.examples}, {"step", step}};
+  for (const Score& score : m.scores) entry["eval_" + score.key] = score.value;
+  return entry;
+}
+
 TrainingLog::TrainingLog(const TrainOptions& options, bool active, int64_t start_step, int64_t total_steps)
     : logging_steps_(options.logging_steps), total_steps_(total_steps), window_(std::make_unique<StepWindow>()) {
   if (!active) return;
@@ -39,10 +45,9 @@ nlohmann::json TrainingLog::add_step(const StepRecord& r) {
   return {{"epoch", r.epoch}, {"grad_norm", r.grad_norm}, {"learning_rate", r.lr}, {"loss", r.loss}, {"step", r.step}};
 }
 
-nlohmann::json TrainingLog::add_eval(int64_t step, double epoch, const ClassificationMetrics& m) {
+nlohmann::json TrainingLog::add_eval(int64_t step, double epoch, const EvalMetrics& m) {
   for (auto& sink : sinks_) sink->on_eval(step, epoch, m);
-  return {{"epoch", epoch}, {"eval_loss", m.loss}, {"eval_accuracy", m.accuracy}, {"eval_macro_f1", m.macro_f1},
-          {"eval_examples", m.examples}, {"step", step}};
+  return eval_entry(step, epoch, m);
 }
 
 void TrainingLog::info(const std::string& line) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hpctrain/train/metrics.hpp"
+#include "hpctrain/train/eval_metrics.hpp"
 #include "hpctrain/train/train_options.hpp"
 
 namespace hpctrain::train {
@@ -39,6 +39,10 @@ struct StepRecord {
   int64_t comm_bytes = 0;  // bytes this rank passed to collectives during the step (Comm::bytes_sent)
 };
 
+// An evaluation's Hugging Face log_history entry, as metrics.jsonl writes it too: {"epoch", "eval_loss",
+// "eval_<score>"..., "eval_examples", "step"}.
+[[nodiscard]] nlohmann::json eval_entry(int64_t step, double epoch, const EvalMetrics& metrics);
+
 class LogSink;
 struct StepWindow;
 
@@ -55,7 +59,7 @@ class TrainingLog {
   // Returns the log_history entry when this step is logged (every logging_steps, and the last), else null.
   nlohmann::json add_step(const StepRecord& record);
   // Logs an evaluation; returns its log_history entry.
-  nlohmann::json add_eval(int64_t step, double epoch, const ClassificationMetrics& metrics);
+  nlohmann::json add_eval(int64_t step, double epoch, const EvalMetrics& metrics);
   // A line for the terminal that does not collide with the progress bar.
   void info(const std::string& line);
   void finish();

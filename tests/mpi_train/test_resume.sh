@@ -8,6 +8,17 @@ make_fixture 0.1
 # test_resume_optimizers.sh) ---
 check_exact_resume "adamw" "$WORK/adamw" 1e-6
 
+# --- resuming with another --seed: the checkpoint's seed wins, for the data order and for the dropout masks
+# (Note [Dropout seeds]), and the log says so; the run ends as the uninterrupted one (seed 42) ---
+exact=(--lr-scheduler constant --warmup-steps 3 --save-steps 4 --batch-size 4)
+run_ok "seed: first 7 steps (seed 42)" "$WORK/seed-a.log" mpi 2 train $(train_args "$WORK/seed") "${exact[@]}" --max-steps 7
+run_ok "seed: resume auto to 14 with --seed 9" "$WORK/seed-b.log" mpi 2 train $(train_args "$WORK/seed") "${exact[@]}" \
+  --max-steps 14 --resume auto --seed 9
+grep -q "seed 42 from the checkpoint (not 9)" "$WORK/seed-b.log" && ok "seed: the log names both seeds" \
+  || { bad "seed: no note"; head -20 "$WORK/seed-b.log"; }
+compare "$WORK/adamw-whole/final/model.safetensors" "$WORK/seed/final/model.safetensors" 1e-6 \
+  && ok "seed: resumed with --seed 9 == uninterrupted" || bad "seed: --seed 9 changed the resumed run"
+
 # --- other numbers of ranks, --shuffle global: 2 ranks x 4 for 3 steps (24 samples), then the epoch's rest ---
 global=(--shuffle global --epochs 1 --save-steps 100 --eval-steps 100)
 check_epoch() {  # check_epoch NAME TRACE_DIR: epoch 0's trained examples are all TRAIN_N, each once

@@ -14,6 +14,6 @@ namespace hpctrain::models {
 [[nodiscard]] LayerRunner checkpointing_layer_runner();
 
 // Installs checkpointing_layer_runner() on `model` (enabled) or the plain runner (not enabled).
-void set_gradient_checkpointing(SequenceClassifier& model, bool enabled);
+void set_gradient_checkpointing(Model& model, bool enabled);
 
 }  // namespace hpctrain::models

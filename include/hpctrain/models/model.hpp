@@ -1,5 +1,6 @@
-// The interface every hpctrain model implements: a sequence (or image) classifier whose parameter names
-// are Hugging Face's state-dict keys, so a checkpoint moves between hpctrain and `transformers` as is.
+// The interface every hpctrain model implements (Model) and its first kind, the sequence (or image)
+// classifier. Parameter names are Hugging Face's state-dict keys, so a checkpoint moves between hpctrain
+// and `transformers` as is.
 // Not here: building a model from config.json (registry.hpp), loading/saving weights (weights.hpp,
 // pretrained.hpp). Models never see MPI.
 #pragma once
@@ -67,11 +68,13 @@ struct ModelSpec {
   std::vector<std::string> ignorable_suffixes;
 };
 
-// A classifier: forward(inputs) -> logits [B, num_labels] (+ loss). Construct with from_config().
-class SequenceClassifier : public torch::nn::Module {
+// The base of every model (Note [Objectives] in train/objective.hpp): forward(inputs) -> logits (+ loss),
+// parameter names as Hugging Face's state-dict keys, the config it was built from. A model kind (the
+// sequence classifiers below; a causal LM later) derives from it; loading, saving and gradient checkpointing
+// (weights.hpp, pretrained.hpp, checkpointing.hpp) take a Model. Construct with from_config().
+class Model : public torch::nn::Module {
  public:
-  SequenceClassifier(const std::string& name, io::HfConfig config)
-      : torch::nn::Module(name), config_(std::move(config)) {}
+  Model(const std::string& name, io::HfConfig config) : torch::nn::Module(name), config_(std::move(config)) {}
 
   virtual ModelOutput forward(const ModelInputs& inputs) = 0;
   [[nodiscard]] virtual const ModelSpec& spec() const = 0;
@@ -86,7 +89,6 @@ class SequenceClassifier : public torch::nn::Module {
 
   // The config the model was built from (unknown keys kept), which save_pretrained writes back.
   [[nodiscard]] const io::HfConfig& config() const { return config_; }
-  [[nodiscard]] int64_t num_labels() const { return config_.common.num_labels(); }
 
  protected:
   at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
@@ -96,6 +98,13 @@ class SequenceClassifier : public torch::nn::Module {
  private:
   io::HfConfig config_;
   LayerRunner layer_runner_;
+};
+
+// A classifier: forward(inputs) -> logits [B, num_labels] (+ loss). DistilBERT, BERT and the vision models.
+class SequenceClassifier : public Model {
+ public:
+  using Model::Model;
+  [[nodiscard]] int64_t num_labels() const { return config().common.num_labels(); }
 };
 
 }  // namespace hpctrain::models

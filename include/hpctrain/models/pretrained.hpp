@@ -34,13 +34,13 @@ struct Pretrained {
 // `dir` must be a model folder (has config.json) or empty, and is replaced as a whole. Rank 0 only.
 // save_dtype: floating-point tensors are stored in this dtype (and config.json's torch_dtype says so);
 // nullopt: as they are.
-void save_pretrained(const SequenceClassifier& model, const std::filesystem::path& dir,
+void save_pretrained(const Model& model, const std::filesystem::path& dir,
                      const std::vector<std::filesystem::path>& tokenizer_files = {},
                      std::optional<at::ScalarType> save_dtype = std::nullopt);
 
 // save_pretrained's files written into `dir`, an existing empty folder, without its atomic replacement:
 // for callers that build a larger folder atomically themselves (checkpoints, Accelerator::save_state).
-void write_pretrained_files(const SequenceClassifier& model, const std::filesystem::path& dir,
+void write_pretrained_files(const Model& model, const std::filesystem::path& dir,
                             const std::vector<std::filesystem::path>& tokenizer_files = {},
                             std::optional<at::ScalarType> save_dtype = std::nullopt);
 

@@ -45,7 +45,7 @@ struct LoadReport {
 // Copies `tensors` into the model's parameters and buffers (converted to each parameter's dtype and
 // device). `source` names the checkpoint in messages (a folder or file). Nothing is modified when it
 // throws.
-LoadReport load_state_dict(SequenceClassifier& model, const StateDict& tensors, const std::string& source);
+LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::string& source);
 
 // The model's parameters and persistent buffers by name (sharing storage with the model).
 [[nodiscard]] StateDict state_dict(const torch::nn::Module& model);

@@ -10,7 +10,11 @@
 //   auto optimizer = make_optimizer(optimizer_options, model->named_parameters().pairs());  // or AdamW(...)
 //   auto loader = acc.prepare(*model, *optimizer, "data.h5", loader_options);
 //   loader->start_epoch(epoch);
-//   while (auto batch = loader->next()) { acc.backward(loss); acc.clip_grad_norm(1.0); optimizer->step(lr); ... }
+//   while (auto batch = loader->next()) {
+//     if (!acc.accumulate(end_of_epoch)) { acc.backward(loss); continue; }
+//     acc.backward(loss);
+//     const StepOutcome outcome = acc.optimizer_step(lr, /*max_grad_norm=*/1.0);  // Note [The step protocol]
+//   }
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -46,6 +50,20 @@ class AutocastRegion {
 
  private:
   std::optional<compat::AutocastScope> scope_;
+};
+
+// What Accelerator::optimizer_step did (Note [The step protocol]).
+struct StepOutcome {
+  enum class Result {
+    stepped,
+    skipped_overflow,        // loss scaling: the unscaled gradients held inf/NaN on some rank; the scale shrank
+    skipped_nonfinite_loss,  // skip_step(): every rank agreed to skip (a non-finite loss, --skip-nonfinite)
+  };
+  Result result = Result::stepped;
+  double grad_norm = 0;              // global L2 norm of the gradients before clipping; 0 when skipped
+  double lr = 0;                     // the learning rate the step used (or would have used)
+  std::optional<double> loss_scale;  // after this step's scaler update; nullopt without loss scaling
+  [[nodiscard]] bool stepped() const { return result == Result::stepped; }
 };
 
 class Accelerator {
@@ -120,6 +138,19 @@ class Accelerator {
   // True without local SGD, and with it when no optimizer step ran since the last average.
   [[nodiscard]] bool parameters_synchronized() const { return local_steps_ == 0; }
 
+  // Note [The step protocol]
+  // One optimizer step, after the backward of the step's last (synced) micro-batch, in the one order that
+  // is right on every rank: unscale the averaged gradients (loss scaling) -> agree on overflow without a
+  // collective (Note [Found-inf agreement]) -> clip to max_grad_norm (<= 0: measure only) -> the registered
+  // optimizer's step(lr) -> the scaler's update (GradScaler.update(): halves on overflow, grows after its
+  // interval) -> zero_grad. An overflowed step is skipped on every rank and leaves parameters and
+  // optimizer state untouched. `hpctrain train` and custom loops both step through it, and it is the one
+  // place a sharded optimizer plugs in. Needs register_optimizer() (or prepare()).
+  StepOutcome optimizer_step(double lr, double max_grad_norm);
+  // A step every rank agreed to skip before backward finished (a non-finite loss under --skip-nonfinite):
+  // drops the gradients, turns gradient sync back on, leaves the loss scale as it is.
+  StepOutcome skip_step(double lr);
+
   // unscale_gradients() first; then scales the (already averaged, so identical on every rank) gradients of the prepared model so their
   // global L2 norm is at most max_norm, as torch.nn.utils.clip_grad_norm_; max_norm <= 0 only measures.
   // Returns the norm before clipping. Not collective.
@@ -134,8 +165,11 @@ class Accelerator {
   // Note [Dropout seeds]: seeds LibTorch's generators with derive_seed(seed, step, micro_batch, rank)
   // before a micro-batch's forward, so a resumed run draws the same dropout masks as an uninterrupted one.
   void seed_step(int64_t step, int64_t micro_batch = 0);
+  // The seed seed_step derives from (options().seed until then). A resumed run sets the checkpoint's seed,
+  // so that its dropout masks continue the interrupted run's (Note [Dropout seeds]).
+  void set_seed(uint64_t seed) { options_.seed = seed; }
 
-  // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): a SequenceClassifier as
+  // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): a models::Model as
   // save_pretrained (config.json, model.safetensors, tokenizer files), any other module as
   // model.safetensors; optimizer.safetensors when one is registered; scaler.json with loss scaling;
   // trainer_state.json when

@@ -17,8 +17,8 @@
 // every listed file and refuses a mismatch, a listed file that is missing, and an unlisted file of the
 // kinds resume reads (*.json, *.safetensors*), naming the file. A checkpoint without a manifest (written
 // before manifests existed) is accepted with a warning. `--resume auto` tries this run's checkpoints newest
-// first and takes the first that verifies (trainer.cpp: find_resume_point); an explicit --resume DIR that
-// fails is an error.
+// first and takes the first that verifies (resume_point.hpp: find_resume_point, Note [Never start over
+// silently]); an explicit --resume DIR that fails is an error.
 #pragma once
 
 #include <cstdint>
@@ -63,9 +63,10 @@ std::vector<std::filesystem::path> rotate_checkpoints(const std::filesystem::pat
 // of io::write_folder_atomically, e.g. of checkpoints and of final/). Only under the run folder's lock.
 void remove_stale_temporaries(const std::filesystem::path& output);
 
-// `path` renamed to NAME.run-RUNID (before the extension: "metrics.run-ID.jsonl", "checkpoint-4.run-ID"),
-// a name no listing picks up; returns the new path. Error naming both when the rename fails.
-std::filesystem::path move_aside(const std::filesystem::path& path, const std::string& run_id);
+// `path` renamed to NAME.TAG-ID (before the extension: "metrics.run-ID.jsonl", "checkpoint-4.run-ID",
+// "checkpoint-6.damaged-ID"), a name no listing picks up; returns the new path. Error naming both when the
+// rename fails.
+std::filesystem::path move_aside(const std::filesystem::path& path, const std::string& id, const std::string& tag = "run");
 
 // ---- The manifest (Note [Verified checkpoints]) ----
 struct ManifestEntry {
@@ -79,6 +80,10 @@ void write_manifest(const std::filesystem::path& dir);
 // Verifies `dir` against its manifest; Error naming the file that fails. Returns "" when verified, or a
 // warning when `dir` has no manifest (accepted: written before manifests existed).
 [[nodiscard]] std::string verify_checkpoint(const std::filesystem::path& dir);
+
+// verify_checkpoint(dir) (its warning logged), then dir/trainer_state.json's text; "" when the folder has
+// none. The one verify-and-read path of a resume: resume_point.hpp and Accelerator::load_state use it.
+[[nodiscard]] std::string read_verified_trainer_state(const std::filesystem::path& dir);
 
 // Whole text files (Error naming the path); write_text does not sync (io::write_folder_atomically does).
 void write_text(const std::filesystem::path& path, const std::string& contents);

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "hpctrain/dist/comm.hpp"
-#include "hpctrain/train/metrics.hpp"
+#include "hpctrain/train/eval_metrics.hpp"
 #include "hpctrain/train/train_options.hpp"
 
 namespace hpctrain::train {
@@ -20,8 +20,8 @@ struct TrainResult {
   int64_t samples_seen = 0;          // examples trained on in this process's run (all ranks)
   double seconds = 0;                // wall time of the training loop
   double samples_per_second = 0;     // samples_seen / seconds
-  std::optional<ClassificationMetrics> eval;  // final evaluation, when the file has the eval split
-  double majority_baseline = 0;      // accuracy of always predicting the eval split's most common label
+  std::optional<EvalMetrics> eval;  // final evaluation, when the file has the eval split
+  double majority_baseline = 0;     // what a trivial predictor scores (classification: the most common label)
   std::filesystem::path final_dir;   // OUTPUT/final; empty when stopped early
   // Stopped early (a signal or the time limit, Note [Stop agreement]): why ("SIGTERM on rank 1"), and the
   // checkpoint of the last step, which --resume auto continues. Empty otherwise.

@@ -1,0 +1,74 @@
+// The task seam: a training objective owns how a batch becomes a loss, what evaluation reports and which
+// evaluation is best. `hpctrain train` (trainer.cpp) and custom loops call it; the step protocol
+// (Accelerator::optimizer_step) and the log sinks never see the task.
+//
+// Note [Objectives]
+// A micro-batch's loss is a *sum* over the units the objective counts (rows for classification, predicted
+// tokens for a causal LM) together with that count. The trainer allreduces (count, loss sum) once per
+// micro-batch and back-propagates local_sum * W / (global_count * k) for k micro-batches a step, so the
+// step's gradient is that of the mean loss per unit over the global batch, whatever the number of ranks
+// and however the units fall on them. The trainer decides which rows count (`keep`: not padding
+// duplicates, not rows before a resume position, Note [Resume position]); the objective decides what each
+// kept row contributes. Evaluation is collective and exact across ranks (every example once).
+// A new objective is a new file (a class derived from Objective) and its task's case in make_objective().
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "hpctrain/data/dataset_reader.hpp"
+#include "hpctrain/loader/batch.hpp"
+#include "hpctrain/loader/shard_loader.hpp"
+#include "hpctrain/models/model.hpp"
+#include "hpctrain/train/accelerator.hpp"
+#include "hpctrain/train/eval_metrics.hpp"
+#include "hpctrain/train/evaluation.hpp"
+
+namespace hpctrain::train {
+
+// One micro-batch's loss on this rank.
+struct MicroBatchLoss {
+  at::Tensor sum;    // device scalar (float32, with grad): the loss summed over the units counted
+  double count = 0;  // the units the sum is over
+};
+
+struct Evaluation {
+  EvalMetrics metrics;
+  // What a trivial predictor scores on best_metric() (classification: always the majority class); nullopt
+  // when the objective has none.
+  std::optional<double> baseline;
+};
+
+class Objective {
+ public:
+  virtual ~Objective() = default;
+
+  // Forward of `batch` on acc.device() inside acc.autocast(), and the loss summed over the rows `keep`
+  // (bool [B], CPU) marks. Not collective.
+  [[nodiscard]] virtual MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
+                                            const Accelerator& acc) = 0;
+  // Collective: one epoch of `loader` on every rank (eval mode, no grad, acc's autocast dtype).
+  [[nodiscard]] virtual Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, Accelerator& acc,
+                                            NonFinite nonfinite) = 0;
+  // The score that picks the best checkpoint (trainer_state.json "best_metric"), and its direction.
+  [[nodiscard]] virtual std::string best_metric() const = 0;
+  [[nodiscard]] virtual bool greater_is_better() const { return true; }
+  // One line for the log at the end of training: the scores, the baseline, the loss and the examples.
+  [[nodiscard]] virtual std::string describe(const Evaluation& evaluation) const = 0;
+
+  // Whether an evaluation scoring `candidate` is better than the best so far.
+  [[nodiscard]] bool improves(double candidate, const std::optional<double>& best) const {
+    return !best || (greater_is_better() ? candidate > *best : candidate < *best);
+  }
+};
+
+// Classification (classification_objective.cpp): cross-entropy over rows, accuracy and macro-F1, the most
+// accurate evaluation is best.
+[[nodiscard]] std::unique_ptr<Objective> make_classification_objective();
+// The objective of a dataset's task (objective.cpp): classification for text and image classification files.
+[[nodiscard]] std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset);
+
+}  // namespace hpctrain::train
