@@ -2,6 +2,7 @@
 #include "hpctrain/models/pretrained.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/registry.hpp"
@@ -50,7 +51,12 @@ StateDict read_weights(const fs::path& dir) {
 Pretrained from_pretrained(const fs::path& dir) {
   Pretrained out;
   out.model = from_config(io::HfConfig::load(dir));
-  out.report = load_state_dict(*out.model, read_weights(dir), dir.string());
+  try {
+    out.report = load_state_dict(*out.model, read_weights(dir), dir.string());
+  } catch (const std::exception& error) {
+    if (!core::is_allocation_failure(error)) throw;
+    fail("{}: reading the weights {}", dir.string(), core::describe_allocation_failure(error));
+  }
   return out;
 }
 
