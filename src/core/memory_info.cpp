@@ -144,10 +144,14 @@ bool is_allocation_failure(const std::exception& error) {
 }
 
 std::string describe_allocation_failure(const std::exception& error) {
-  const auto available = available_host_memory();
-  if (!available) return fmt::format("ran out of memory ({})", error.what());
-  return fmt::format("ran out of memory ({}); {} are available after it ({})", error.what(),
-                     format_bytes(available->bytes), available->source);
+  try {  // the failed allocation is freed by now, but what is left may be little
+    const auto available = available_host_memory();
+    if (!available) return fmt::format("ran out of memory ({})", error.what());
+    return fmt::format("ran out of memory ({}); {} are available after it ({})", error.what(),
+                       format_bytes(available->bytes), available->source);
+  } catch (const std::exception&) {
+    return "out of memory";  // short enough for the string's own buffer: allocates nothing
+  }
 }
 
 std::string format_bytes(int64_t bytes) {
