@@ -10,6 +10,8 @@
 #include <new>
 #include <sstream>
 
+#include "hpctrain/core/error.hpp"
+
 namespace hpctrain::core {
 namespace {
 
@@ -140,14 +142,17 @@ std::optional<HostMemory> available_host_memory() {
 
 bool is_allocation_failure(const std::exception& error) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
+  if (dynamic_cast<const Error*>(&error) != nullptr) return false;  // ours: already says what ran out
   return std::strstr(error.what(), "can't allocate memory") != nullptr;  // c10::Error of DefaultCPUAllocator
 }
 
 std::string describe_allocation_failure(const std::exception& error) {
   try {  // the failed allocation is freed by now, but what is left may be little
+    const std::string what = error.what();
+    const std::string first_line = what.substr(0, what.find('\n'));  // LibTorch appends a backtrace
     const auto available = available_host_memory();
-    if (!available) return fmt::format("ran out of memory ({})", error.what());
-    return fmt::format("ran out of memory ({}); {} are available after it ({})", error.what(),
+    if (!available) return fmt::format("ran out of memory ({})", first_line);
+    return fmt::format("ran out of memory ({}); {} are available after it ({})", first_line,
                        format_bytes(available->bytes), available->source);
   } catch (const std::exception&) {
     return "out of memory";  // short enough for the string's own buffer: allocates nothing

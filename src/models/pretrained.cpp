@@ -40,23 +40,23 @@ io::HfConfig config_to_save(const SequenceClassifier& model, at::ScalarType dtyp
 }  // namespace
 
 StateDict read_weights(const fs::path& dir) {
-  const io::SafetensorsCheckpoint checkpoint = io::SafetensorsCheckpoint::open(dir);
-  StateDict out;
-  for (const auto& [name, view] : checkpoint.tensors()) {
-    out.emplace(name, to_tensor(*view));
+  try {
+    const io::SafetensorsCheckpoint checkpoint = io::SafetensorsCheckpoint::open(dir);
+    StateDict out;
+    for (const auto& [name, view] : checkpoint.tensors()) {
+      out.emplace(name, to_tensor(*view));
+    }
+    return out;
+  } catch (const std::exception& error) {  // the files may hold more than the model (unexpected tensors)
+    if (!core::is_allocation_failure(error)) throw;
+    fail("{}: reading the weights {}", dir.string(), core::describe_allocation_failure(error));
   }
-  return out;
 }
 
 Pretrained from_pretrained(const fs::path& dir) {
   Pretrained out;
   out.model = from_config(io::HfConfig::load(dir));
-  try {
-    out.report = load_state_dict(*out.model, read_weights(dir), dir.string());
-  } catch (const std::exception& error) {
-    if (!core::is_allocation_failure(error)) throw;
-    fail("{}: reading the weights {}", dir.string(), core::describe_allocation_failure(error));
-  }
+  out.report = load_state_dict(*out.model, read_weights(dir), dir.string());
   return out;
 }
 

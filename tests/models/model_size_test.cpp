@@ -204,10 +204,17 @@ BOOST_AUTO_TEST_CASE(allocation_failures_are_recognized_and_described) {
       "[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate memory: you tried to allocate "
       "13700000000 bytes. Error code 12 (Cannot allocate memory)")));
   BOOST_CHECK(!core::is_allocation_failure(std::runtime_error("config.json: dim = 0: expected a positive size")));
+  // Ours already describes it (and quotes LibTorch's words): not described twice on the way up.
+  BOOST_CHECK(!core::is_allocation_failure(Error("m: ran out of memory (DefaultCPUAllocator: can't allocate memory)")));
   const std::string message = core::describe_allocation_failure(std::bad_alloc());
   BOOST_TEST_INFO(message);
   BOOST_CHECK(contains(message, "ran out of memory (std::bad_alloc); "));
   BOOST_CHECK(contains(message, " are available after it ("));
+  const std::string torch = core::describe_allocation_failure(
+      std::runtime_error("DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes.\nframe #0: ..."));
+  BOOST_TEST_INFO(torch);
+  BOOST_CHECK(contains(torch, "ran out of memory (DefaultCPUAllocator: can't allocate memory: you tried to allocate 8 bytes.); "));
+  BOOST_CHECK(!contains(torch, "frame #0"));  // LibTorch's backtrace is left out
 }
 
 BOOST_AUTO_TEST_SUITE_END()

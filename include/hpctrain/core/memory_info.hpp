@@ -31,9 +31,10 @@ struct HostMemory {
                                                           bool v2);
 
 // True for an exception that reports a failed allocation: std::bad_alloc, or LibTorch's c10::Error
-// "DefaultCPUAllocator: can't allocate memory".
+// "DefaultCPUAllocator: can't allocate memory"; not an hpctrain::Error (one that describes it already).
 [[nodiscard]] bool is_allocation_failure(const std::exception& error);
-// "ran out of memory (WHAT); X are available (SOURCE)", for an error naming what was being done.
+// "ran out of memory (WHAT's first line); X are available after it (SOURCE)", for an error naming what was
+// being done. Never throws.
 [[nodiscard]] std::string describe_allocation_failure(const std::exception& error);
 
 // Parses /proc/meminfo text: MemAvailable in bytes, nullopt when absent.
