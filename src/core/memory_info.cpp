@@ -63,8 +63,9 @@ std::vector<std::string> cgroup_memory_dirs(const std::string& self_cgroup, cons
     const auto second = first == std::string::npos ? std::string::npos : line.find(':', first + 1);
     if (second == std::string::npos) continue;
     const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
-    if (v2 ? controllers != ",," || line.compare(0, first, "0") != 0 : controllers.find(",memory,") == std::string::npos)
-      continue;
+    const bool wanted = v2 ? line.compare(0, first, "0") == 0 && controllers == ",,"
+                           : controllers.find(",memory,") != std::string::npos;
+    if (!wanted) continue;
     std::string path = line.substr(second + 1);
     std::vector<std::string> dirs;
     while (!path.empty() && path != "/") {
