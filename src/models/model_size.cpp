@@ -143,7 +143,15 @@ ModelSize vision_size(int64_t channels, int64_t side, const std::vector<int64_t>
 }  // namespace
 
 int64_t ModelSize::bytes(int64_t bytes_per_parameter) const {
-  return checked_mul(parameters, bytes_per_parameter, "the parameter bytes");
+  int64_t out = 0;
+  HPCTRAIN_CHECK(!__builtin_mul_overflow(parameters, bytes_per_parameter, &out),
+                 "the parameter bytes overflow int64 ({} parameters x {} bytes){}: the model cannot exist", parameters,
+                 bytes_per_parameter, largest_term());
+  return out;
+}
+
+std::string ModelSize::largest_term() const {
+  return terms.empty() ? "" : fmt::format("; largest: {} = {} parameters", terms.front().fields, terms.front().parameters);
 }
 
 ModelSize estimate_model_size(const io::HfConfig& config) {
@@ -160,15 +168,17 @@ ModelSize estimate_model_size(const io::HfConfig& config) {
 void check_model_fits(const ModelSize& size, int64_t copies, int64_t available_bytes,
                       const std::string& available_source, const std::string& source, const std::string& purpose,
                       int64_t extra_bytes) {
-  const int64_t copy_bytes = checked_mul(size.bytes(kFp32Bytes), copies, "the memory of the parameter copies");
+  int64_t copy_bytes = 0;
+  try {
+    copy_bytes = checked_mul(size.bytes(kFp32Bytes), copies, "the memory of the parameter copies" + size.largest_term());
+  } catch (const Error& error) {
+    fail("{}: {}", source, error.what());
+  }
   HPCTRAIN_CHECK(extra_bytes <= std::numeric_limits<int64_t>::max() - copy_bytes,
-                 "{}: the memory {} needs overflows int64", source, purpose);
+                 "{}: the memory {} needs overflows int64{}", source, purpose, size.largest_term());
   const int64_t needed = copy_bytes + extra_bytes;
   if (needed <= available_bytes) return;
-  const std::string largest =
-      size.terms.empty()
-          ? ""
-          : fmt::format("; largest: {} = {} parameters", size.terms.front().fields, size.terms.front().parameters);
+  const std::string largest = size.largest_term();
   const std::string extra = extra_bytes > 0 ? fmt::format(" + {} of optimizer state", core::format_bytes(extra_bytes)) : "";
   fail("{}: the model has {} parameters{}: {} needs {} ({} fp32 cop{}{}) but {} are available ({})\n  hint: check "
        "the sizes in the config (dim, hidden_size, n_layers, vocab_size, ...)",

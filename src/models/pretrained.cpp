@@ -2,6 +2,7 @@
 #include "hpctrain/models/pretrained.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/registry.hpp"
@@ -39,12 +40,17 @@ io::HfConfig config_to_save(const Model& model, at::ScalarType dtype) {
 }  // namespace
 
 StateDict read_weights(const fs::path& dir) {
-  const io::SafetensorsCheckpoint checkpoint = io::SafetensorsCheckpoint::open(dir);
-  StateDict out;
-  for (const auto& [name, view] : checkpoint.tensors()) {
-    out.emplace(name, to_tensor(*view));
+  try {
+    const io::SafetensorsCheckpoint checkpoint = io::SafetensorsCheckpoint::open(dir);
+    StateDict out;
+    for (const auto& [name, view] : checkpoint.tensors()) {
+      out.emplace(name, to_tensor(*view));
+    }
+    return out;
+  } catch (const std::exception& error) {  // the files may hold more than the model (unexpected tensors)
+    if (!core::is_allocation_failure(error)) throw;
+    fail("{}: reading the weights {}", dir.string(), core::describe_allocation_failure(error));
   }
-  return out;
 }
 
 Pretrained from_pretrained(const fs::path& dir) {

@@ -2,6 +2,7 @@
 #include "hpctrain/models/registry.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/models/bert.hpp"
 #include "hpctrain/models/distilbert.hpp"
 #include "hpctrain/models/model_size.hpp"
@@ -50,7 +51,13 @@ std::shared_ptr<SequenceClassifier> from_config(const io::HfConfig& config) {
   HPCTRAIN_CHECK(it != table.end(), "config.json model_type \"{}\" has no model in hpctrain; known model types: {}",
                  config.model_type(), fmt::join(known_model_types(), ", "));
   check_model_fits_host(config, 1, config.source(), "building the model");  // Note [Size before building]
-  return it->second(config);
+  try {
+    return it->second(config);
+  } catch (const std::exception& error) {  // the estimate fitted, but a limit or other processes left less
+    if (!core::is_allocation_failure(error)) throw;
+    fail("{}: building the model of {} parameters {}", config.source(), estimate_model_size(config).parameters,
+         core::describe_allocation_failure(error));
+  }
 }
 
 }  // namespace hpctrain::models

@@ -10,6 +10,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/dist/comm.hpp"
 
 namespace {
@@ -45,6 +46,12 @@ bool is_distributed(const std::vector<std::string>& words) {
   return command == "eval" || command == "predict" || command == "train" || command == "env";
 }
 
+// The message main() reports: an allocation failure (bare "std::bad_alloc") also says how much memory is
+// available and which limit leaves that little (RLIMIT_AS, a cgroup, MemAvailable).
+std::string message_of(const std::exception& e) {
+  return hpctrain::core::is_allocation_failure(e) ? hpctrain::core::describe_allocation_failure(e) : e.what();
+}
+
 // Distributed commands run on every rank of the MPI job.
 // Note [Errors end the job]: library code throws; an exception on any rank is reported here with the
 // rank, and MPI_Abort ends every rank of the job, so no rank waits forever in a collective.
@@ -65,7 +72,7 @@ int run_distributed(int argc, char** argv, const std::vector<std::string>& words
     if (words[0] == "bench") return hpctrain::cli::bench_comm_command(hpctrain::cli::Args(rest.begin() + 1, rest.end()), comm);
     return hpctrain::cli::predict_command(rest, comm);
   } catch (const std::exception& e) {
-    hpctrain::log::error("{}", e.what());
+    hpctrain::log::error("{}", message_of(e));
     if (comm.world_size() > 1) comm.abort(1);
     return 1;
   }
@@ -110,7 +117,7 @@ int main(int argc, char** argv) {
     return dispatch(words, join_command_line(argc, argv));
   } catch (const std::exception& e) {
     // Single-process commands: report once and exit non-zero (see Note [Errors end the job]).
-    hpctrain::log::error("{}", e.what());
+    hpctrain::log::error("{}", message_of(e));
     return 1;
   }
 }

@@ -146,7 +146,8 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
   // from above by the state of one vector of all the parameters: factored or small tensors hold less).
   const auto optimizer_state = [&](int64_t parameters) { return optimizer_state_bytes(options.optimizer, {parameters}); };
-  models::check_model_fits_host(config, 2, source,
+  // config.source() is the config.json file read (a preset has none: its name).
+  models::check_model_fits_host(config, 2, options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
                                 fmt::format("training (weights, gradients, {} state)",
                                             canonical_optimizer_name(options.optimizer.optim)),
                                 optimizer_state);

@@ -32,6 +32,14 @@ baseline=$(elapsed_ms "$HPCTRAIN" train $(with_file "$WORK/config.json" "$BOGUS/
 ms=$(elapsed_ms "$HPCTRAIN" train $(with_file "$WORK/config.json" "$HUGE/config.json" train_args "$WORK/run-huge"))
 if grep -q "$HUGE/config.json: .*dim 1000000000.*overflows int64" "$WORK/err" && ((ms < 2 * baseline + 1000)); then
   ok "train --model-config dim 10^9: refused in ${ms} ms (baseline ${baseline} ms)"; else bad "train dim 10^9 (${ms} ms, baseline ${baseline} ms)"; cat "$WORK/err"; fi
+# With one layer the count fits int64 but its bytes do not: the message still names config.json and the field.
+ONE=$(model_dir one-layer "{\"model_type\": \"distilbert\", \"dim\": 1000000000, \"n_heads\": 8, \"n_layers\": 1, \"hidden_dim\": 4,
+  \"vocab_size\": 40, \"max_position_embeddings\": 32, $LABELS}")
+BYTES="$ONE/config.json: the parameter bytes overflow int64 \([0-9]+ parameters x 4 bytes\); largest: n_layers 1 x 4 attention projections \(dim 1000000000 x dim\)"
+expect_failure "inspect dim 10^9, 1 layer: the bytes overflow, naming config.json and dim" "$BYTES" "$HPCTRAIN" inspect "$ONE"
+expect_failure "eval dim 10^9, 1 layer: the same" "$BYTES" "$HPCTRAIN" eval --model "$ONE" --data "$WORK/data.h5" --threads 1
+expect_failure "train --model-config dim 10^9, 1 layer: the same" "$BYTES" \
+  "$HPCTRAIN" train $(with_file "$WORK/config.json" "$ONE/config.json" train_args "$WORK/run-one")
 TERA=$(model_dir tera "{\"model_type\": \"distilbert\", \"dim\": 1000000, \"n_heads\": 2, \"n_layers\": 1, \"hidden_dim\": 64,
   \"vocab_size\": 40, \"max_position_embeddings\": 32, $LABELS}")
 expect_failure "eval dim 10^6: bytes needed vs available" \
@@ -45,6 +53,57 @@ echo "{\"model_type\": \"distilbert\", \"vocab_size\": 40, \"dim\": 1024, \"n_he
   \"max_position_embeddings\": 32}" >"$WORK/big.json"
 expect_success "train a big-but-fine config (25 M parameters)" \
   "$HPCTRAIN" train $(with_file "$WORK/config.json" "$WORK/big.json" train_args "$WORK/run-big") --max-steps 1 --batch-size 2
+
+# ---- the address-space limit (`ulimit -v`, RLIMIT_AS) counts beside MemAvailable and the cgroup limit ----
+# 400,000 layers of dim 16: 3.6 GB of parameters, far under the machine's free memory but over `ulimit -v 3000000`
+# (3.07 GB, less what is mapped at start). Refused from config.json within seconds, naming the limit, by an error
+# (exit 1), not a signal; the old code built modules for half a minute, then died of SIGSEGV or std::bad_alloc.
+# Not under ASan (scripts/sanitize.sh): its shadow memory is terabytes of address space, no `ulimit -v` admits it.
+DEEP=$(model_dir deep "{\"model_type\": \"distilbert\", \"dim\": 16, \"hidden_dim\": 32, \"n_heads\": 2, \"n_layers\": 400000,
+  \"vocab_size\": 40, \"max_position_embeddings\": 32, $LABELS}")
+LIMIT="the address-space limit RLIMIT_AS \\(ulimit -v\\) [0-9.]+ GiB \\(3072000000 bytes\\) minus VmSize"
+# limited CMD...: CMD under `ulimit -v 3000000` (kB).
+limited() { (ulimit -v 3000000 && exec "$@"); }
+for command in inspect eval; do
+  [[ -n ${HPCTRAIN_SANITIZED:-} ]] && break
+  if [[ $command == inspect ]]; then args=("$DEEP"); base=("$BOGUS"); else
+    args=(--model "$DEEP" --data "$WORK/data.h5" --threads 1); base=(--model "$BOGUS" --data "$WORK/data.h5" --threads 1); fi
+  baseline=$(elapsed_ms limited "$HPCTRAIN" $command "${base[@]}")
+  start=$(date +%s%N)
+  limited "$HPCTRAIN" $command "${args[@]}" >"$WORK/out" 2>"$WORK/err"
+  rc=$? ms=$((($(date +%s%N) - start) / 1000000))
+  if ((rc == 1 && ms < 2 * baseline + 2000)) &&
+    grep -Eq "$DEEP/config.json: the model has [0-9]+ parameters; largest: n_layers 400000 .* but .* are available \\($LIMIT" "$WORK/err"; then
+    ok "$command of 400,000 layers under ulimit -v: refused naming RLIMIT_AS in ${ms} ms (baseline ${baseline} ms)"
+  else bad "$command of 400,000 layers under ulimit -v: exit $rc in ${ms} ms (baseline ${baseline} ms)"; cat "$WORK/err"; fi
+done
+# An allocation that fails past the size check (the model is small, its model.safetensors holds an extra 1.2 GB tensor,
+# sparse on disk) is an error naming the folder and the limit, not a bare std::bad_alloc or LibTorch's trace.
+cp -r "$MODEL" "$WORK/padded"
+"$PY" - "$WORK/padded/model.safetensors" <<'PYEOF'
+import json, struct, sys
+path = sys.argv[1]
+blob = open(path, "rb").read()
+(n,) = struct.unpack("<Q", blob[:8])
+header, data = json.loads(blob[8 : 8 + n]), blob[8 + n :]
+header["extra.weight"] = {"dtype": "F32", "shape": [300_000_000], "data_offsets": [len(data), len(data) + 1_200_000_000]}
+text = json.dumps(header).encode()
+with open(path, "wb") as f:
+    f.write(struct.pack("<Q", len(text)) + text + data)
+    f.truncate(8 + len(text) + len(data) + 1_200_000_000)
+PYEOF
+if [[ -z ${HPCTRAIN_SANITIZED:-} ]]; then
+  expect_failure "eval of weights over the limit: the folder and RLIMIT_AS, not a bare allocation failure" \
+    "$WORK/padded: reading the weights ran out of memory \\(.*can't allocate memory.*\\); .* are available after it \\(the address-space limit RLIMIT_AS" \
+    limited "$HPCTRAIN" eval --model "$WORK/padded" --data "$WORK/data.h5" --threads 1
+fi
+# train under mpirun -np 2: every rank refuses (agreed in "building the model"), the job ends non-zero, no hang.
+if [[ -z ${HPCTRAIN_SANITIZED:-} ]]; then
+  expect_failure "train -np 2 of 400,000 layers under ulimit -v: every rank stops naming RLIMIT_AS" \
+    "building the model failed on rank [01]: $DEEP/config.json: the model has [0-9]+ parameters; .* training .* \\($LIMIT" \
+    limited timeout 60 mpirun --oversubscribe --bind-to none -np 2 \
+    "$HPCTRAIN" train $(with_file "$WORK/config.json" "$DEEP/config.json" train_args "$WORK/run-deep")
+fi
 
 # ---- the model <-> dataset check (Note [Model fits the dataset]) ----
 "$HPCTRAIN" prep text --input "$WORK/rows.jsonl" --text-field text --label-field label --tokenizer "$REPO/data/bert-base-uncased" \

@@ -1,6 +1,7 @@
 # Helpers of the stopping tests (test_signals.sh, test_stop_limits.sh; Note [Stop agreement]), after lib.sh.
 
 STEPS=100  # of every run: ~10 ms a step on 2 ranks, so an external signal after step 5 falls mid-run
+RANKS=${RANKS:-2}  # of every run (test_four_ranks.sh sets 4)
 stop_args=(--lr-scheduler constant --warmup-steps 3 --save-steps 1000 --batch-size 4 --shuffle global)
 
 # start_run NAME [ENV=VALUE...] -- [TRAIN ARGS...]: training in the background into $WORK/NAME; sets $launcher.
@@ -9,7 +10,7 @@ start_run() {
   local env=()
   while [[ $# -gt 0 && $1 != -- ]]; do env+=("$1"); shift; done
   shift
-  env "${env[@]}" "$MPIEXEC" --oversubscribe --bind-to none -np 2 "$HPCTRAIN" train $(train_args "$WORK/$name") \
+  env "${env[@]}" "$MPIEXEC" --oversubscribe --bind-to none -np "$RANKS" "$HPCTRAIN" train $(train_args "$WORK/$name") \
     "${stop_args[@]}" "$@" >"$WORK/$name.log" 2>&1 &
   launcher=$!
 }
@@ -54,7 +55,7 @@ check_stopped() {
 # STEPS; final weights equal $WORK/REFERENCE's bitwise, and metrics.jsonl reads as one run with its losses.
 check_resumes() {
   local label=$1 name=$2 reference=$3
-  run_ok "$label: resume auto" "$WORK/$name-resume.log" "$MPIEXEC" --oversubscribe --bind-to none -np 2 "$HPCTRAIN" \
+  run_ok "$label: resume auto" "$WORK/$name-resume.log" "$MPIEXEC" --oversubscribe --bind-to none -np "$RANKS" "$HPCTRAIN" \
     train $(train_args "$WORK/$name") "${stop_args[@]}" --max-steps $STEPS --resume auto
   grep -q "resuming at step $stopped_at " "$WORK/$name-resume.log" && ok "$label: resumed at step $stopped_at" \
     || bad "$label: resume point"

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hpctrain::core {
 
@@ -12,9 +14,28 @@ struct HostMemory {
   std::string source;  // where the figure comes from, for messages ("MemAvailable in /proc/meminfo", ...)
 };
 
-// min(MemAvailable of /proc/meminfo, cgroup memory limit - usage) in bytes (cgroup v2 memory.max /
-// memory.current, else v1 memory.limit_in_bytes / memory.usage_in_bytes); nullopt when neither is readable.
+// The smallest of: MemAvailable of /proc/meminfo; the room under this process's cgroup memory limits (v2
+// memory.max - memory.current, v1 memory.limit_in_bytes - memory.usage_in_bytes, in its own cgroup and every
+// parent: Slurm sets them per job); the room under the address-space limit (RLIMIT_AS, `ulimit -v`: the limit
+// minus VmSize) and the data limit (RLIMIT_DATA, `ulimit -d`: minus VmData). Bytes; nullopt when none is readable.
 [[nodiscard]] std::optional<HostMemory> available_host_memory();
+
+// The room under one limit: limit - in_use, never negative; nullopt without a limit (absent, or one of the
+// huge values that mean "unlimited": RLIM_INFINITY, cgroup v1's 2^63 - page).
+[[nodiscard]] std::optional<int64_t> room_under_limit(std::optional<int64_t> limit, int64_t in_use);
+
+// The folders to read a cgroup's memory files in, the process's own first, then each parent up to `mount`:
+// `self_cgroup` is /proc/self/cgroup; `v2` takes its "0::/PATH" line, v1 the line whose controllers include
+// "memory". Empty when the process has no such line.
+[[nodiscard]] std::vector<std::string> cgroup_memory_dirs(const std::string& self_cgroup, const std::string& mount,
+                                                          bool v2);
+
+// True for an exception that reports a failed allocation: std::bad_alloc, or LibTorch's c10::Error
+// "DefaultCPUAllocator: can't allocate memory"; not an hpctrain::Error (one that describes it already).
+[[nodiscard]] bool is_allocation_failure(const std::exception& error);
+// "ran out of memory (WHAT's first line); X are available after it (SOURCE)", for an error naming what was
+// being done. Never throws.
+[[nodiscard]] std::string describe_allocation_failure(const std::exception& error);
 
 // Parses /proc/meminfo text: MemAvailable in bytes, nullopt when absent.
 [[nodiscard]] std::optional<int64_t> parse_mem_available(const std::string& meminfo);

@@ -14,6 +14,7 @@
 #include <string>
 #include <utility>
 
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/dist/comm.hpp"
 
 namespace hpctrain::dist {
@@ -33,7 +34,7 @@ void run_collectively(Comm& comm, const std::string& what, Work&& work, Wait wai
   try {
     std::forward<Work>(work)();
   } catch (const std::exception& e) {
-    error = e.what();
+    error = core::is_allocation_failure(e) ? core::describe_allocation_failure(e) : e.what();
     if (error.empty()) error = "unknown error";
   }
   agree_on_failure(comm, what, error, wait);

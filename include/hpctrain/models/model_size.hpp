@@ -7,7 +7,9 @@
 // layers the model constructors register, overflow-checked in int64) and refuses a model whose fp32
 // parameters exceed the memory this process may still allocate, naming the dominant fields. `train`
 // checks again with what training holds (weights, gradients and the chosen optimizer's state: an upper
-// bound from optimizer_state_bytes, train/optimizer.hpp) before building.
+// bound from optimizer_state_bytes, train/optimizer.hpp) before building. "May still allocate" counts every limit
+// (core::available_host_memory: MemAvailable, the cgroup limits, RLIMIT_AS and RLIMIT_DATA); an allocation that
+// fails anyway (the estimate leaves out LibTorch's per-tensor overhead) is an Error naming config.json and the limit.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +31,8 @@ struct SizeTerm {
 struct ModelSize {
   int64_t parameters = 0;       // elements, as numel() over named_parameters() of the built model
   std::vector<SizeTerm> terms;  // the groups, largest first
-  [[nodiscard]] int64_t bytes(int64_t bytes_per_parameter) const;  // Error when it overflows int64
+  [[nodiscard]] int64_t bytes(int64_t bytes_per_parameter) const;  // Error naming the largest term on overflow
+  [[nodiscard]] std::string largest_term() const;  // "; largest: FIELDS = N parameters", "" without terms
 };
 
 // Parameter count of the model from_config(config) would build. Error naming the fields when the count
