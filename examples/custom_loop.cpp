@@ -111,7 +111,7 @@ int run(dist::Comm& comm, const Args& args) {
         acc.print("epoch {} step {} skipped: the gradients hold inf/NaN{}", epoch, step, scale_text);
       loss_sum = count = 0, micro = 0;
     }
-    const train::Evaluation evaluation = objective->evaluate(*model, *eval_loader, acc, train::NonFinite::fail);
+    const train::Evaluation evaluation = objective->evaluate(*model, *eval_loader, train::eval_context(acc));
     acc.print("epoch {}: validation accuracy {:.4f}", epoch, evaluation.metrics.score("accuracy").value_or(0));
   }
   acc.save_state(args.output, nlohmann::json{{"global_step", step}});

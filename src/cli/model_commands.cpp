@@ -20,6 +20,7 @@
 #include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/evaluation.hpp"
+#include "hpctrain/train/objective.hpp"
 #include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/threads.hpp"
 #include "option_parsing.hpp"
@@ -133,24 +134,6 @@ auto with_context(const ModelDataOptions& options, Work&& work) {
   }
 }
 
-std::string format_metrics(const train::EvaluationResult& result, const std::vector<std::string>& names) {
-  const auto& m = result.metrics;
-  std::string out = fmt::format("examples {}  loss {:.4f}  accuracy {:.4f}  macro-F1 {:.4f}\n\n", m.examples, m.loss,
-                                m.accuracy, m.macro_f1);
-  out += fmt::format("  {:<24} {:>9} {:>9} {:>9} {:>8}\n", "label", "precision", "recall", "f1", "support");
-  for (std::size_t c = 0; c < m.per_class.size(); ++c) {
-    const auto& pc = m.per_class[c];
-    out += fmt::format("  {:<24} {:>9.4f} {:>9.4f} {:>9.4f} {:>8}\n", names[c], pc.precision, pc.recall, pc.f1, pc.support);
-  }
-  out += "\n  confusion matrix (rows: label, columns: predicted)\n";
-  for (int64_t label = 0; label < result.matrix.num_labels(); ++label) {
-    out += fmt::format("  {:<24}", names[static_cast<std::size_t>(label)]);
-    for (int64_t p = 0; p < result.matrix.num_labels(); ++p) out += fmt::format(" {:>7}", result.matrix.count(label, p));
-    out += "\n";
-  }
-  return out;
-}
-
 // Writes `text` to `path` through io::write_file_atomically (no temporary survives a failure).
 void write_predictions(const fs::path& path, const std::string& text) {
   std::error_code error;
@@ -173,11 +156,12 @@ int eval_command(const Args& args, dist::Comm& comm) {
     return 0;
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
-  const auto result = with_context(options, [&] { return train::evaluate(*loaded.model, *loaded.loader, comm, loaded.device); });
+  const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: the task's report
+  const train::EvalContext context{comm, loaded.device};
+  const auto result = with_context(options, [&] { return objective->evaluate(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;
-  const auto& names = loaded.model->config().common.id2label;
-  if (json) std::cout << train::metrics_to_json(result.metrics, result.matrix, names).dump(2) << "\n";
-  else std::cout << fmt::format("{} on {} ({} split):\n", options.model, options.data, options.split) << format_metrics(result, names);
+  if (json) std::cout << result.report.dump(2) << "\n";
+  else std::cout << fmt::format("{} on {} ({} split):\n", options.model, options.data, options.split) << result.table;
   return 0;
 }
 
@@ -201,21 +185,13 @@ int predict_command(const Args& args, dist::Comm& comm) {
     output = io::check_output_file(output, inputs, overwrite).string();
   });
   Loaded loaded = load_model_and_data(options, comm);
-  const auto predictions = with_context(options, [&] { return train::predict(*loaded.model, *loaded.loader, comm, loaded.device); });
+  const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: what predict writes
+  const train::EvalContext context{comm, loaded.device};
+  const std::string text =
+      with_context(options, [&] { return objective->predictions(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;
-  const int64_t n = loaded.loader->num_examples();
-  HPCTRAIN_CHECK(static_cast<int64_t>(predictions.size()) == n, "gathered {} predictions for {} examples", predictions.size(), n);
-  const auto source_index = loaded.loader->reader().read_source_index(options.split, 0, n);
-  const auto& names = loaded.model->config().common.id2label;
-  std::string text;
-  for (const auto& p : predictions) {
-    const auto best = static_cast<std::size_t>(std::max_element(p.logits.begin(), p.logits.end()) - p.logits.begin());
-    nlohmann::json line = {{"index", p.index}, {"source_index", source_index[static_cast<std::size_t>(p.index)]},
-                           {"label", names[best]}, {"logits", p.logits}};
-    text += line.dump() + "\n";
-  }
   write_predictions(output, text);
-  log::info("wrote {} predictions to {}", predictions.size(), output);
+  log::info("wrote {} predictions to {}", loaded.loader->num_examples(), output);
   return 0;
 }
 

@@ -1,8 +1,13 @@
 // Classification (objective.hpp, Note [Objectives]): cross-entropy summed over the kept rows, counted in
 // rows; accuracy and macro-F1 from the confusion matrix of the whole split; the best model is the most
-// accurate. Text and image classifiers alike.
+// accurate; `hpctrain predict` writes each example's label and logits. Text and image classifiers alike.
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/train/objective.hpp"
@@ -18,6 +23,25 @@ double majority_of(const ConfusionMatrix& matrix) {
   return majority_baseline(label_counts);
 }
 
+// `hpctrain eval`'s table: the metrics, per-class precision/recall/F1 and the confusion matrix.
+std::string format_metrics(const EvaluationResult& result, const std::vector<std::string>& names) {
+  const auto& m = result.metrics;
+  std::string out = fmt::format("examples {}  loss {:.4f}  accuracy {:.4f}  macro-F1 {:.4f}\n\n", m.examples, m.loss,
+                                m.accuracy, m.macro_f1);
+  out += fmt::format("  {:<24} {:>9} {:>9} {:>9} {:>8}\n", "label", "precision", "recall", "f1", "support");
+  for (std::size_t c = 0; c < m.per_class.size(); ++c) {
+    const auto& pc = m.per_class[c];
+    out += fmt::format("  {:<24} {:>9.4f} {:>9.4f} {:>9.4f} {:>8}\n", names[c], pc.precision, pc.recall, pc.f1, pc.support);
+  }
+  out += "\n  confusion matrix (rows: label, columns: predicted)\n";
+  for (int64_t label = 0; label < result.matrix.num_labels(); ++label) {
+    out += fmt::format("  {:<24}", names[static_cast<std::size_t>(label)]);
+    for (int64_t p = 0; p < result.matrix.num_labels(); ++p) out += fmt::format(" {:>7}", result.matrix.count(label, p));
+    out += "\n";
+  }
+  return out;
+}
+
 models::SequenceClassifier& classifier(models::Model& model) {
   auto* out = dynamic_cast<models::SequenceClassifier*>(&model);
   HPCTRAIN_CHECK(out != nullptr, "classification needs a sequence or image classifier, not {}", model.spec().architecture);
@@ -26,6 +50,11 @@ models::SequenceClassifier& classifier(models::Model& model) {
 
 class Classification final : public Objective {
  public:
+  void check_trainable(const data::DatasetReader& dataset) const override {
+    HPCTRAIN_CHECK(dataset.num_labels() >= 2, "'{}' has {} label(s); classification needs at least 2",
+                   dataset.path().string(), dataset.num_labels());
+  }
+
   MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
                       const Accelerator& acc) override {
     models::ModelInputs inputs = to_model_inputs(batch, acc.device());
@@ -44,15 +73,38 @@ class Classification final : public Objective {
     return out;
   }
 
-  Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, Accelerator& acc, NonFinite nonfinite) override {
-    const EvaluationResult result = train::evaluate(classifier(model), loader, acc.comm(), acc.device(), nonfinite,
-                                                    acc.precision().autocast_dtype());
+  Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
+    models::SequenceClassifier& classifier_model = classifier(model);
+    const EvaluationResult result = train::evaluate(classifier_model, loader, context.comm, context.device,
+                                                    context.nonfinite, context.autocast);
+    const std::vector<std::string>& names = classifier_model.config().common.id2label;
     Evaluation out;
     out.metrics.loss = result.metrics.loss, out.metrics.examples = result.metrics.examples;
     out.metrics.scores = {{"accuracy", "accuracy", result.metrics.accuracy},
                           {"macro_f1", "macro-F1", result.metrics.macro_f1}};
     out.baseline = majority_of(result.matrix);
+    out.report = metrics_to_json(result.metrics, result.matrix, names);
+    out.table = format_metrics(result, names);
     return out;
+  }
+
+  std::string predictions(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
+    models::SequenceClassifier& classifier_model = classifier(model);
+    const std::vector<Prediction> predictions = predict(classifier_model, loader, context.comm, context.device);
+    if (!context.comm.is_main_process()) return "";
+    const int64_t n = loader.num_examples();
+    HPCTRAIN_CHECK(static_cast<int64_t>(predictions.size()) == n, "gathered {} predictions for {} examples",
+                   predictions.size(), n);
+    const auto source_index = loader.reader().read_source_index(loader.options().split, 0, n);
+    const std::vector<std::string>& names = classifier_model.config().common.id2label;
+    std::string text;
+    for (const Prediction& p : predictions) {
+      const auto best = static_cast<std::size_t>(std::max_element(p.logits.begin(), p.logits.end()) - p.logits.begin());
+      const nlohmann::json line = {{"index", p.index}, {"source_index", source_index[static_cast<std::size_t>(p.index)]},
+                                   {"label", names[best]}, {"logits", p.logits}};
+      text += line.dump() + "\n";
+    }
+    return text;
   }
 
   std::string best_metric() const override { return "accuracy"; }

@@ -9,8 +9,6 @@ std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset) {
   switch (dataset.task()) {
     case data::Task::text_classification:
     case data::Task::image_classification:
-      HPCTRAIN_CHECK(dataset.num_labels() >= 2, "'{}' has {} label(s); classification needs at least 2",
-                     dataset.path().string(), dataset.num_labels());
       return make_classification_objective();
   }
   HPCTRAIN_CHECK(false, "'{}': no training objective for task '{}'", dataset.path().string(),

@@ -212,6 +212,7 @@ ResumePoint Run::open_run() {
   requested.seed = options.accelerator.seed, requested.train_examples = dataset->split_info(options.train_split).num_examples;
   plan = plan_start(resume.state ? &*resume.state : nullptr, requested);
   objective = make_objective(*dataset);
+  objective->check_trainable(*dataset);
   return resume;
 }
 
@@ -476,8 +477,8 @@ void Run::after_step(bool epoch_ended) {
 
 void Run::evaluate_now() {
   const span::Span evaluation("evaluation", "train", state.global_step);
-  last_eval = objective->evaluate(*setup.model, *eval_loader, acc,
-                                  options.skip_nonfinite ? NonFinite::count : NonFinite::fail);
+  last_eval = objective->evaluate(*setup.model, *eval_loader,
+                                  eval_context(acc, options.skip_nonfinite ? NonFinite::count : NonFinite::fail));
   last_eval_step = state.global_step;
   state.log_history.push_back(report->add_eval(state.global_step, state.epoch_float(), last_eval->metrics));
   const std::optional<double> score = last_eval->metrics.score(objective->best_metric());

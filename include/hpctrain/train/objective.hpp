@@ -1,5 +1,5 @@
-// The task seam: a training objective owns how a batch becomes a loss, what evaluation reports and which
-// evaluation is best. `hpctrain train` (trainer.cpp) and custom loops call it; the step protocol
+// The task seam: a training objective owns how a batch becomes a loss, what evaluation reports, which
+// evaluation is best and what `hpctrain predict` writes. `hpctrain train` (trainer.cpp) and custom loops call it; the step protocol
 // (Accelerator::optimizer_step) and the log sinks never see the task.
 //
 // Note [Objectives]
@@ -14,12 +14,16 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "hpctrain/data/dataset_reader.hpp"
+#include "hpctrain/dist/comm.hpp"
 #include "hpctrain/loader/batch.hpp"
 #include "hpctrain/loader/shard_loader.hpp"
 #include "hpctrain/models/model.hpp"
@@ -40,19 +44,36 @@ struct Evaluation {
   // What a trivial predictor scores on best_metric() (classification: always the majority class); nullopt
   // when the objective has none.
   std::optional<double> baseline;
+  nlohmann::json report;  // the objective's whole report, as `hpctrain eval --json` prints it
+  std::string table;      // the same for a terminal, as `hpctrain eval` prints it
+};
+
+// Where and how an evaluation runs: every rank of `comm`, the model on `device`, forward inside an autocast
+// region of `autocast` when set (training under --mixed-precision evaluates in it too).
+struct EvalContext {
+  dist::Comm& comm;
+  at::Device device;
+  NonFinite nonfinite = NonFinite::fail;
+  std::optional<c10::ScalarType> autocast;
 };
 
 class Objective {
  public:
   virtual ~Objective() = default;
 
+  // Before training on `dataset`: Error when the objective cannot learn from it (classification: fewer than
+  // two labels).
+  virtual void check_trainable(const data::DatasetReader& /*dataset*/) const {}
   // Forward of `batch` on acc.device() inside acc.autocast(), and the loss summed over the rows `keep`
   // (bool [B], CPU) marks. Not collective.
   [[nodiscard]] virtual MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
                                             const Accelerator& acc) = 0;
-  // Collective: one epoch of `loader` on every rank (eval mode, no grad, acc's autocast dtype).
-  [[nodiscard]] virtual Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, Accelerator& acc,
-                                            NonFinite nonfinite) = 0;
+  // Collective: one epoch of `loader` on every rank (eval mode, no grad), exact across ranks.
+  [[nodiscard]] virtual Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) = 0;
+  // Collective: what `hpctrain predict` writes for the split `loader` reads, one JSON line per example in the
+  // stored order, on rank 0 ("" on the other ranks).
+  [[nodiscard]] virtual std::string predictions(models::Model& model, loader::ShardLoader& loader,
+                                                const EvalContext& context) = 0;
   // The score that picks the best checkpoint (trainer_state.json "best_metric"), and its direction.
   [[nodiscard]] virtual std::string best_metric() const = 0;
   [[nodiscard]] virtual bool greater_is_better() const { return true; }
@@ -64,6 +85,11 @@ class Objective {
     return !best || (greater_is_better() ? candidate > *best : candidate < *best);
   }
 };
+
+// An Accelerator's evaluation context: its ranks, device and autocast dtype.
+[[nodiscard]] inline EvalContext eval_context(Accelerator& acc, NonFinite nonfinite = NonFinite::fail) {
+  return EvalContext{acc.comm(), acc.device(), nonfinite, acc.precision().autocast_dtype()};
+}
 
 // Classification (classification_objective.cpp): cross-entropy over rows, accuracy and macro-F1, the most
 // accurate evaluation is best.
