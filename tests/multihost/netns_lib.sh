@@ -58,14 +58,14 @@ ranks_alive() {
   ps -o comm= -p $pids 2>/dev/null | grep -c '^hpctrain$'
 }
 
-# wait_for_path PATH SECONDS: waits until PATH (a glob) exists; false after SECONDS.
+# wait_for_path PATH SECONDS PID: waits until PATH (a glob) exists; false after SECONDS or once PID ended.
 wait_for_path() {
   local deadline=$((SECONDS + $2))
-  while ((SECONDS < deadline)); do
+  while ((SECONDS < deadline)) && kill -0 "$3" 2>/dev/null; do
     compgen -G "$1" >/dev/null && return 0
     sleep 0.05
   done
-  return 1
+  compgen -G "$1" >/dev/null
 }
 
 # ranks_end_within LABEL LIMIT START: every rank ends within LIMIT seconds of START (date +%s.%N);

@@ -20,7 +20,7 @@ hold=(strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 -e inject=re
 two_hosts bash -c 'if [[ $OMPI_COMM_WORLD_RANK == 0 ]]; then exec "${@:2}" 2>"$0.0"; else exec "${@:2+$1}" 2>"$0.1"; fi' \
   "$WORK/cut.err" "${#hold[@]}" "${hold[@]}" "$HPCTRAIN" train $(train_args "$WORK/cut") "${run[@]}" >"$WORK/cut.log" 2>&1 &
 launcher=$!
-if wait_for_path "$WORK/cut/.checkpoint-20.tmp-*" 120; then
+if wait_for_path "$WORK/cut/.checkpoint-20.tmp-*" 120 "$launcher"; then
   link_down
   start=$(date +%s.%N)
   [[ ! -e "$WORK/cut/checkpoint-20" ]] && ok "link down while rank 0 saves checkpoint-20" || bad "checkpoint-20 was published already"

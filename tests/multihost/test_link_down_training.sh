@@ -14,7 +14,7 @@ run_ok "uninterrupted: mpirun -np 2 on one host" "$WORK/whole.log" mpi 2 train $
 
 two_hosts "${PER_RANK_STDERR[@]}" "$WORK/cut.err" "$HPCTRAIN" train $(train_args "$WORK/cut") "${run[@]}" >"$WORK/cut.log" 2>&1 &
 launcher=$!
-if wait_for_path "$WORK/cut/checkpoint-20" 120; then
+if wait_for_path "$WORK/cut/checkpoint-20" 120 "$launcher"; then
   link_down
   start=$(date +%s.%N)
   ok "link down after checkpoint-20"
