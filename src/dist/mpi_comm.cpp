@@ -134,7 +134,9 @@ ThreadLevel to_thread_level(int provided) {
 // that did not arrive and the node of each one that does not answer (its node or the network to it may be
 // down; the node names are gathered once at start-up; stall_report.hpp), runs the registered cleanups
 // (Note [Cleanup before an abort]) and calls MPI_Abort. The other waiting ranks report only if
-// the job is still alive 15 s later (the lowest one may itself be the broken one). Without
+// the job is still alive 15 s later (the lowest one may itself be the broken one). When the network between
+// nodes fails, each side sees only itself waiting and reports at once, naming the ranks it lost: every rank
+// ends within the timeout plus the 5 s reply wait (tests/multihost/test_link_down_*.sh). Without
 // MPI_THREAD_MULTIPLE the watchdog may not communicate: it reports this rank's collective alone and
 // aborts. Communicators are numbered in creation order, the same on every rank (creation is collective).
 constexpr std::size_t kMaxTracked = 16;  // communicators tracked at once; more are not watched

@@ -32,4 +32,8 @@ launcher_ends_after_link_up "link down during prep" "$launcher"
 names_lost_peer "link down during prep" "$WORK/prep.err"
 left=$(ls -A "$WORK/out")
 [[ -z "$left" ]] && ok "no output file and no temporary left" || bad "left in the output folder: $left"
+"$HPCTRAIN" prep text --tokenizer "$REPO/data/bert-base-uncased" --input "$WORK/rows.jsonl" --output "$WORK/bad.h5" \
+  --collective-timeout -1 >"$WORK/bad.log" 2>&1 && bad "prep --collective-timeout -1 accepted" || {
+  grep -q -- "--collective-timeout -1: expected seconds >= 0" "$WORK/bad.log" && ok "prep --collective-timeout -1 rejected" \
+    || { bad "no message for prep --collective-timeout -1"; cat "$WORK/bad.log"; }; }
 finish
