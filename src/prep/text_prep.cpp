@@ -90,15 +90,17 @@ class Temporaries {
 void remove_own_temporaries(const std::filesystem::path& stem, const std::filesystem::path& output, int rank) {
   const std::string name = stem.filename().string();
   std::vector<std::string> prefixes = {fmt::format("{}.r{}.", name, rank)};
-  if (rank == 0)
-    prefixes.insert(prefixes.end(), {name + ".input-", fmt::format("{}.tmp.{}", output.filename().string(), ::getpid())});
+  if (rank == 0) prefixes.push_back(name + ".input-");
+  const std::string writers = rank == 0 ? fmt::format("{}.tmp.{}", output.filename().string(), ::getpid()) : "";
   const std::filesystem::path folder = stem.has_parent_path() ? stem.parent_path() : std::filesystem::path(".");
   std::error_code ignored;
   std::vector<std::filesystem::path> doomed;
   for (std::filesystem::directory_iterator it(folder, ignored), end; !ignored && it != end; it.increment(ignored)) {
     const std::string file = it->path().filename().string();
-    for (const std::string& prefix : prefixes)
-      if (file.rfind(prefix, 0) == 0) doomed.push_back(it->path());
+    const bool own = file == writers || std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
+                       return file.rfind(prefix, 0) == 0;
+                     });
+    if (own) doomed.push_back(it->path());
   }
   for (const auto& path : doomed) std::filesystem::remove(path, ignored);
 }
