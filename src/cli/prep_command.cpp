@@ -47,6 +47,7 @@ int prep_text_command(const Args& args, const std::string& command_line, dist::C
   prep::TextPrepOptions options;
   std::string labels, compression = compression_name(options.compression), input, validation_input, test_input, tokenizer,
               output;
+  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
   po::options_description data_options("Input");
   data_options.add_options()
       ("input", po::value(&input)->required(), "rows: .csv, .tsv or .jsonl, optionally .gz")
@@ -70,6 +71,8 @@ int prep_text_command(const Args& args, const std::string& command_line, dist::C
       ("overwrite", po::bool_switch(&options.overwrite), "replace an existing output file")
       ("threads", po::value(&options.threads)->default_value(0), "tokenizer threads per rank (0: the node's cores / its ranks)")
       ("memory-mb", po::value(&options.memory_mb)->default_value(options.memory_mb), "memory per rank for rows and tokens, MiB (beyond the program's own ~100 MiB)")
+      ("collective-timeout", po::value(&collective_timeout)->default_value(collective_timeout),
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
       ("no-progress", "no progress bar");
   po::options_description all;
   all.add(data_options).add(tokenizer_options).add(output_options);
@@ -87,6 +90,9 @@ int prep_text_command(const Args& args, const std::string& command_line, dist::C
   std::vector<std::filesystem::path> inputs = io::files_in(options.tokenizer_dir);
   inputs.insert(inputs.end(), {options.input, options.validation_input, options.test_input});
   options.output = io::check_output_file(options.output, inputs, options.overwrite);
+  HPCTRAIN_CHECK(collective_timeout >= 0 && collective_timeout <= 1e9, "--collective-timeout {}: expected seconds >= 0 (0 = off)",
+                 collective_timeout);
+  comm.set_collective_timeout(collective_timeout);
   const auto report = prep::prep_text(options, comm);
   if (comm.rank() == 0) print_report(options, report);
   return 0;

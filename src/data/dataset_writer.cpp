@@ -146,6 +146,7 @@ DatasetWriter::DatasetWriter(const fs::path& final_path, const FileAttributes& a
                  final_path.string());
   check_attributes(attributes, options);
   state_->final_path = final_path;
+  // prep names it too, to remove it before an abort (remove_own_temporaries in src/prep/text_prep.cpp)
   state_->temporary_path = fs::path(final_path.string() + ".tmp." + std::to_string(::getpid()));
   state_->attributes = attributes;
   state_->options = options;

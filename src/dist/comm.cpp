@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 namespace hpctrain::dist {
 
@@ -29,6 +31,35 @@ std::vector<Chunk> split_into_chunks(std::size_t total, std::size_t max_chunk) {
 // Note [bf16 reduction]
 void bf16_sum(const uint16_t* in, uint16_t* inout, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) inout[i] = f32_to_bf16(bf16_to_f32(in[i]) + bf16_to_f32(inout[i]));
+}
+
+namespace {
+std::mutex g_cleanups_mutex;
+std::map<uint64_t, std::function<void()>> g_cleanups;  // by registration id
+uint64_t g_next_cleanup_id = 0;
+}  // namespace
+
+// Note [Cleanup before an abort]
+AbortCleanup::AbortCleanup(std::function<void()> cleanup) {
+  const std::lock_guard<std::mutex> lock(g_cleanups_mutex);
+  id_ = g_next_cleanup_id++;
+  g_cleanups.emplace(id_, std::move(cleanup));
+}
+
+AbortCleanup::~AbortCleanup() {
+  const std::lock_guard<std::mutex> lock(g_cleanups_mutex);
+  g_cleanups.erase(id_);
+}
+
+void run_abort_cleanups() noexcept {
+  const std::lock_guard<std::mutex> lock(g_cleanups_mutex);
+  for (auto& [id, cleanup] : g_cleanups) {
+    try {
+      cleanup();
+    } catch (...) {  // the job ends next either way
+    }
+  }
+  g_cleanups.clear();
 }
 
 std::unique_ptr<Comm> Comm::duplicate() {

@@ -16,7 +16,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "hpctrain/core/error.hpp"
@@ -128,9 +130,13 @@ ThreadLevel to_thread_level(int provided) {
 // requests for these slots, and when one of its own collectives has waited longer than the timeout
 // (Comm::set_collective_timeout, process-wide; --collective-timeout, default 300 s) it asks every other
 // rank's watchdog for its slots over a private duplicate of MPI_COMM_WORLD (point-to-point, its own tags,
-// MPI_Iprobe polling), and the lowest waiting rank prints one message naming the waiting ranks and the
-// ones that did not arrive (stall_report.hpp) and calls MPI_Abort. The other waiting ranks report only if
-// the job is still alive 15 s later (the lowest one may itself be the broken one). Without
+// MPI_Iprobe polling), and the lowest waiting rank prints one message naming the waiting ranks, the ones
+// that did not arrive and the node of each one that does not answer (its node or the network to it may be
+// down; the node names are gathered once at start-up; stall_report.hpp), runs the registered cleanups
+// (Note [Cleanup before an abort]) and calls MPI_Abort. The other waiting ranks report only if
+// the job is still alive 15 s later (the lowest one may itself be the broken one). When the network between
+// nodes fails, each side sees only itself waiting and reports at once, naming the ranks it lost: every rank
+// ends within the timeout plus the 5 s reply wait (tests/multihost/test_link_down_*.sh). Without
 // MPI_THREAD_MULTIPLE the watchdog may not communicate: it reports this rank's collective alone and
 // aborts. Communicators are numbered in creation order, the same on every rank (creation is collective).
 constexpr std::size_t kMaxTracked = 16;  // communicators tracked at once; more are not watched
@@ -307,6 +313,7 @@ class CollectiveWatchdog {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     if (thread_multiple_) HPCTRAIN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    gather_hosts();
     thread_ = std::thread([this] { loop(); });
   }
   ~CollectiveWatchdog() {
@@ -325,6 +332,36 @@ class CollectiveWatchdog {
   static constexpr int kTagRequest = 7101, kTagReply = 7102;
   static constexpr int64_t kPollMs = 200, kReplyWaitMs = 5000, kOthersReportAfterMs = 15000;
   static constexpr int64_t kStopProbeMs = 3000;  // Note [Stop while waiting]
+
+  // Every rank's node name, for a report that names a rank that does not answer (its node may be down).
+  void gather_hosts() {
+    char name[MPI_MAX_PROCESSOR_NAME] = {};
+    int length = 0;
+    MPI_Get_processor_name(name, &length);
+    std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME, '\0');
+    HPCTRAIN_MPI_CHECK(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                                     MPI_COMM_WORLD));
+    for (int r = 0; r < size_; ++r) {
+      const char* host = all.data() + static_cast<std::ptrdiff_t>(r) * MPI_MAX_PROCESSOR_NAME;
+      hosts_.emplace_back(host, strnlen(host, MPI_MAX_PROCESSOR_NAME));
+    }
+  }
+
+  // A fresh table of every rank's state: this rank's own, the others unanswered (with their node's name).
+  std::vector<stall::RankState> empty_states() const {
+    std::vector<stall::RankState> ranks(static_cast<std::size_t>(size_));
+    for (std::size_t r = 0; r < ranks.size(); ++r) ranks[r].host = hosts_[r];
+    ranks[static_cast<std::size_t>(rank_)].answered = true;
+    ranks[static_cast<std::size_t>(rank_)].comms = local_states();
+    return ranks;
+  }
+
+  // Ends the job from this thread, after the registered cleanups (Note [Cleanup before an abort]).
+  [[noreturn]] static void end_job(int exit_code) {
+    run_abort_cleanups();
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);
+  }
 
   void loop() {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -361,8 +398,7 @@ class CollectiveWatchdog {
     if (signo == 0 || !thread_multiple_ || steady_ms() < next_stop_probe_ms_) return;
     for (const stall::CommState& state : local_states()) {
       if (!state.inside || state.seconds * 1000 < static_cast<double>(kStopProbeMs)) continue;
-      std::vector<stall::RankState> ranks(static_cast<std::size_t>(size_));
-      ranks[static_cast<std::size_t>(rank_)] = {true, local_states()};
+      std::vector<stall::RankState> ranks = empty_states();
       gather_states(ranks);
       std::string silent;
       for (int r = 0; r < size_; ++r)
@@ -375,14 +411,12 @@ class CollectiveWatchdog {
                    "ending the job without a checkpoint\n", rank_, core::signal_name(signo).c_str(),
                    stall::to_string(state.kind), static_cast<long long>(state.entered), silent.c_str());
       std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 128 + signo);
-      std::_Exit(128 + signo);
+      end_job(128 + signo);
     }
   }
 
   void on_stall(const stall::CommState& mine, double timeout_seconds) {
-    std::vector<stall::RankState> ranks(static_cast<std::size_t>(size_));
-    ranks[static_cast<std::size_t>(rank_)] = {true, local_states()};
+    std::vector<stall::RankState> ranks = empty_states();
     if (thread_multiple_) gather_states(ranks);
     const std::vector<int> waiting = stall::waiting_ranks(mine, ranks);
     const bool reporter = waiting.empty() || waiting.front() == rank_;
@@ -394,8 +428,7 @@ class CollectiveWatchdog {
     if (!thread_multiple_) text += "\n  (MPI did not provide MPI_THREAD_MULTIPLE: the other ranks' state is unknown)";
     std::fprintf(stderr, "[rank %d] error: %s\n", rank_, text.c_str());
     std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
-    std::_Exit(1);
+    end_job(1);
   }
 
   // Asks every other rank's watchdog for its slots; ranks that do not reply in time stay unanswered.
@@ -421,7 +454,7 @@ class CollectiveWatchdog {
       MPI_Recv(words.data(), count, MPI_INT64_T, status.MPI_SOURCE, kTagReply, comm_, MPI_STATUS_IGNORE);
       auto& rank = ranks[static_cast<std::size_t>(status.MPI_SOURCE)];
       if (!rank.answered) --pending;
-      rank = {true, stall::decode(words)};
+      rank.answered = true, rank.comms = stall::decode(words);
     }
   }
 
@@ -440,6 +473,7 @@ class CollectiveWatchdog {
   bool thread_multiple_;
   int rank_ = 0, size_ = 1;
   MPI_Comm comm_ = MPI_COMM_NULL;
+  std::vector<std::string> hosts_;  // by rank
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -89,12 +89,13 @@ std::vector<int> waiting_ranks(const CommState& stalled, const std::vector<RankS
 }
 
 std::string message(const CommState& stalled, double timeout_seconds, const std::vector<RankState>& ranks) {
-  std::vector<int> silent, completed;
-  std::vector<std::string> missing;
+  std::vector<int> completed;
+  std::vector<std::string> silent, missing;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const int rank = static_cast<int>(r);
     const CommState* state = ranks[r].answered ? find(ranks[r], stalled.comm_id) : nullptr;
-    if (!ranks[r].answered) silent.push_back(rank);
+    if (!ranks[r].answered) silent.push_back(ranks[r].host.empty() ? fmt::format("rank {}", rank)
+                                                                    : fmt::format("rank {} on {}", rank, ranks[r].host));
     else if (state != nullptr && state->inside && state->entered == stalled.entered) continue;  // waiting
     else if (state != nullptr && state->completed >= stalled.entered) completed.push_back(rank);
     else if (state == nullptr) missing.push_back(fmt::format("rank {} (no such communicator)", rank));
@@ -105,7 +106,9 @@ std::string message(const CommState& stalled, double timeout_seconds, const std:
                                  ranks_text(waiting_ranks(stalled, ranks)));
   if (!missing.empty()) text += fmt::format("; not arrived: {}", fmt::join(missing, ", "));
   if (!completed.empty()) text += fmt::format("; already past it: {}", ranks_text(completed));
-  if (!silent.empty()) text += fmt::format("; no answer from {} (process stopped or its node unreachable?)", ranks_text(silent));
+  if (!silent.empty())
+    text += fmt::format("; no answer from {} (its process stopped, or its node or the network to it is down?)",
+                        fmt::join(silent, ", "));
   return text + "\n  hint: a rank stuck in I/O or running different code; --collective-timeout SECONDS changes the limit "
                 "(0: off)";
 }

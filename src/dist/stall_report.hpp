@@ -26,6 +26,7 @@ struct CommState {
 struct RankState {
   bool answered = false;  // false: the rank's watchdog did not reply in time
   std::vector<CommState> comms;
+  std::string host;  // its node (MPI_Get_processor_name), named for a rank that does not answer; may be empty
 };
 
 // Six int64 per communicator (id, inside, kind, entered, completed, milliseconds), for the watchdogs' point-to-point replies.
@@ -35,7 +36,9 @@ inline constexpr std::size_t kWordsPerComm = 6;
 
 // `stalled`: this rank's collective that exceeded `timeout_seconds`; `ranks[r]`: rank r's state.
 // Example: "collective timeout: allreduce #57 did not complete within 300 s; waiting: ranks 0, 2; not
-// arrived: rank 1 (last completed collective #56, 301 s ago)".
+// arrived: rank 1 (last completed collective #56, 301 s ago)"; a rank whose node or link is down: "...
+// waiting: rank 0; no answer from rank 1 on node-b (its process stopped, or its node or the network to it is
+// down?)".
 [[nodiscard]] std::string message(const CommState& stalled, double timeout_seconds, const std::vector<RankState>& ranks);
 
 // Ranks waiting in the same collective as `stalled` (inside, same communicator and number).

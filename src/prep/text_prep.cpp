@@ -84,6 +84,27 @@ class Temporaries {
   std::vector<std::filesystem::path> paths_;
 };
 
+// This rank's files among a prep's temporaries (stem: "OUTPUT.prep-TAG"): its bucket files
+// (BucketWriter::path: "STEM.rRANK.*"), and on rank 0 the decompressed inputs ("STEM.input-*") and the
+// dataset writer's temporary output ("OUTPUT.tmp.PID", data::DatasetWriter).
+void remove_own_temporaries(const std::filesystem::path& stem, const std::filesystem::path& output, int rank) {
+  const std::string name = stem.filename().string();
+  std::vector<std::string> prefixes = {fmt::format("{}.r{}.", name, rank)};
+  if (rank == 0) prefixes.push_back(name + ".input-");
+  const std::string writers = rank == 0 ? fmt::format("{}.tmp.{}", output.filename().string(), ::getpid()) : "";
+  const std::filesystem::path folder = stem.has_parent_path() ? stem.parent_path() : std::filesystem::path(".");
+  std::error_code ignored;
+  std::vector<std::filesystem::path> doomed;
+  for (std::filesystem::directory_iterator it(folder, ignored), end; !ignored && it != end; it.increment(ignored)) {
+    const std::string file = it->path().filename().string();
+    const bool own = file == writers || std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
+                       return file.rfind(prefix, 0) == 0;
+                     });
+    if (own) doomed.push_back(it->path());
+  }
+  for (const auto& path : doomed) std::filesystem::remove(path, ignored);
+}
+
 void decompress_for_ranks(Input& input, const std::filesystem::path& temporary, Temporaries& owned, dist::Comm& comm) {
   if (comm.world_size() == 1) return;
   int32_t gzip = 0;  // rank 0's answer, broadcast: the ranks must agree whether to read the temporary
@@ -405,6 +426,11 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   int64_t tag = static_cast<int64_t>(::getpid());
   comm.broadcast(&tag, sizeof tag, 0);
   const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
+  // A job ended by the collective watchdog (e.g. the network to another node went down) runs no destructor:
+  // this rank's temporaries go first (Note [Cleanup before an abort]).
+  const dist::AbortCleanup cleanup([stem, output = options.output, rank = comm.rank()] {
+    remove_own_temporaries(stem, output, rank);
+  });
   // Pass 1: check every row of every input before any output exists.
   const RowChecker checker(options);
   std::vector<Input> inputs = inputs_of(options);

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -132,6 +133,26 @@ class Comm {
  private:
   std::shared_ptr<std::atomic<int64_t>> traffic_ = std::make_shared<std::atomic<int64_t>>(0);
 };
+
+// Note [Cleanup before an abort]
+// When a process ends the job itself (the collective watchdog's MPI_Abort after --collective-timeout, e.g.
+// the network to another node went down; Note [Collective timeout]), no destructor runs, so a command's
+// temporaries would stay behind. An AbortCleanup registers a cleanup for its lifetime; the watchdog runs
+// every registered one right before MPI_Abort, on its own thread while the main thread waits in the stuck
+// collective. A cleanup must be quick, use no MPI, throw nothing it needs caught (exceptions are ignored)
+// and remove only this process's own files (another node's rank may still be using its own).
+class AbortCleanup {
+ public:
+  explicit AbortCleanup(std::function<void()> cleanup);
+  ~AbortCleanup();
+  AbortCleanup(const AbortCleanup&) = delete;
+  AbortCleanup& operator=(const AbortCleanup&) = delete;
+
+ private:
+  uint64_t id_;
+};
+// Runs every registered cleanup once (Note [Cleanup before an abort]); for the code that calls MPI_Abort.
+void run_abort_cleanups() noexcept;
 
 // A communicator for one process: collectives are identities.
 std::unique_ptr<Comm> make_single_process_comm();
