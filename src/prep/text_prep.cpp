@@ -26,7 +26,9 @@
 #include <chrono>
 #include <thread>
 
+#include "hpctrain/core/cpu_info.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/core/span.hpp"
 #include "hpctrain/data/byte_source.hpp"
@@ -386,9 +388,14 @@ data::FileAttributes attributes_of(const TextPrepOptions& options, const LabelMa
 }
 
 int threads_per_rank(const TextPrepOptions& options, dist::Comm& comm) {
-  if (options.threads > 0) return options.threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, comm.local_size()));
+  if (options.threads <= 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / std::max(1, comm.local_size()));
+  }
+  const std::string warning =
+      core::thread_oversubscription("--threads", options.threads, core::affinity_cpus(), comm.local_size());
+  if (!warning.empty()) log::warning("{}", warning);  // rank 0's (Note [Too many threads])
+  return options.threads;
 }
 
 // The counters every rank has for its own rows, summed (all ranks take part).
