@@ -79,10 +79,11 @@ std::string thread_oversubscription(const std::string& option, int threads, int 
   const int ranks = std::max(1, local_size);
   const int usable = std::max(1, cpus / ranks);
   if (threads <= 2 * usable) return "";
-  return fmt::format("{} {}: more than twice the {} core(s) each rank can use ({} CPU(s) this process may run on ÷ {} "
-                     "rank(s) on this node); the threads will fight over the cores and run many times slower\n  hint: "
-                     "use {} {} (or leave it out: cores ÷ ranks on the node)",
-                     option, threads, usable, cpus, ranks, option, usable);
+  return fmt::format(
+      "{} {}: more than twice the {} core(s) each rank can use ({} CPU(s) this process may run on ÷ {} "
+      "rank(s) on this node); the threads will fight over the cores and run many times slower\n  hint: "
+      "use {} {} (or leave it out: cores ÷ ranks on the node)",
+      option, threads, usable, cpus, ranks, option, usable);
 }
 
 }  // namespace hpctrain::core

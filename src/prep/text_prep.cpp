@@ -159,8 +159,8 @@ std::string rows_of(const std::vector<Input>& inputs) {
 void check_some_rows(const std::vector<Input>& inputs) {
   int64_t rows = 0;
   for (const auto& input : inputs) rows += input.rows;
-  HPCTRAIN_CHECK(rows > 0, "prep text: {} no rows to prepare: {}", inputs.size() == 1 ? "the input has" : "the inputs have",
-                 rows_of(inputs));
+  HPCTRAIN_CHECK(rows > 0, "prep text: {} no rows to prepare: {}",
+                 inputs.size() == 1 ? "the input has" : "the inputs have", rows_of(inputs));
 }
 
 // The label set: --labels, or the sorted unique labels of every rank's rows.

@@ -97,24 +97,27 @@ void check_vocabularies(const fs::path& dir, const data::DatasetReader& dataset,
   if (fs::is_regular_file(dir / "tokenizer.json"))
     vocabularies.emplace_back(dir / "tokenizer.json", tokenize::tokenizer_json_vocab(dir / "tokenizer.json").sha256());
   if (vocabularies.empty()) {
-    setup.notes.push_back(fmt::format("'{}' has no vocab.txt or tokenizer.json: its tokenizer cannot be checked "
-                                      "against the vocabulary '{}' was prepared with", dir.string(),
-                                      dataset.path().string()));
+    setup.notes.push_back(
+        fmt::format("'{}' has no vocab.txt or tokenizer.json: its tokenizer cannot be checked "
+                    "against the vocabulary '{}' was prepared with",
+                    dir.string(), dataset.path().string()));
     return;
   }
   const nlohmann::json& recorded = dataset.tokenizer();
   if (!recorded.contains("vocab_sha256") || !recorded["vocab_sha256"].is_string()) {
-    setup.notes.push_back(fmt::format("'{}' records no vocab_sha256: the tokenizer in '{}' cannot be checked against it",
-                                      dataset.path().string(), dir.string()));
+    setup.notes.push_back(
+        fmt::format("'{}' records no vocab_sha256: the tokenizer in '{}' cannot be checked against it",
+                    dataset.path().string(), dir.string()));
     return;
   }
   const std::string expected = recorded["vocab_sha256"].get<std::string>();
   for (const auto& [file, sha256] : vocabularies)
-    HPCTRAIN_CHECK(sha256 == expected,
-                   "'{}' is not the vocabulary '{}' was prepared with (vocab_sha256 {}, expected {}): the saved model "
-                   "would pair these weights with the wrong tokenizer\n  hint: pass --tokenizer with the folder used by "
-                   "`hpctrain prep`", file.string(), dataset.path().string(), sha256.substr(0, 12),
-                   expected.substr(0, 12));
+    HPCTRAIN_CHECK(
+        sha256 == expected,
+        "'{}' is not the vocabulary '{}' was prepared with (vocab_sha256 {}, expected {}): the saved model "
+        "would pair these weights with the wrong tokenizer\n  hint: pass --tokenizer with the folder used by "
+        "`hpctrain prep`",
+        file.string(), dataset.path().string(), sha256.substr(0, 12), expected.substr(0, 12));
 }
 
 void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader& dataset, ModelSetup& setup) {
@@ -125,10 +128,11 @@ void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader
   }
   if (!is_text(dataset)) return;
   if (setup.tokenizer_files.empty()) {
-    setup.notes.push_back(fmt::format("no tokenizer files{} (give --tokenizer DIR, the folder the data was prepared "
-                                      "with): the vocabulary cannot be checked against '{}', and checkpoints and "
-                                      "final/ will load as models but not with AutoTokenizer",
-                                      dir.empty() ? "" : fmt::format(" in '{}'", dir.string()), dataset.path().string()));
+    setup.notes.push_back(
+        fmt::format("no tokenizer files{} (give --tokenizer DIR, the folder the data was prepared "
+                    "with): the vocabulary cannot be checked against '{}', and checkpoints and "
+                    "final/ will load as models but not with AutoTokenizer",
+                    dir.empty() ? "" : fmt::format(" in '{}'", dir.string()), dataset.path().string()));
     return;
   }
   check_vocabularies(dir, dataset, setup);

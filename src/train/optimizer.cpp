@@ -110,7 +110,9 @@ std::string value_problem(const std::string& name, const at::Tensor& tensor, boo
   const int64_t first = at::nonzero(bad)[0][0].item<int64_t>();
   const c10::Scalar value = flat[first].item();
   const std::string shown = floating ? fmt::format("{}", value.toDouble()) : fmt::format("{}", value.toLong());
-  const std::string expected = !floating ? "an integer >= 0" : non_negative ? "a finite number >= 0" : "a finite number";
+  const std::string expected = !floating      ? "an integer >= 0"
+                               : non_negative ? "a finite number >= 0"
+                                              : "a finite number";
   if (flat.numel() == 1) return fmt::format("'{}' is {}, expected {}", name, shown, expected);
   return fmt::format("'{}' holds {} at element {} ({} of {} values bad), expected {}", name, shown, first, count,
                      flat.numel(), expected);

@@ -35,7 +35,8 @@ BOOST_AUTO_TEST_CASE(thread_oversubscription_warns_past_twice_the_usable_cores) 
   BOOST_TEST(thread_oversubscription("--threads", 1, 1, 8).empty());  // more ranks than CPUs: 1 usable each
   const std::string warning = thread_oversubscription("--threads", 64, 2, 2);
   BOOST_TEST(warning.find("--threads 64: more than twice the 1 core(s) each rank can use (2 CPU(s) this process may "
-                          "run on ÷ 2 rank(s) on this node)") != std::string::npos, warning);
+                          "run on ÷ 2 rank(s) on this node)") != std::string::npos,
+             warning);
   BOOST_TEST(warning.find("hint: use --threads 1") != std::string::npos, warning);
   BOOST_TEST(thread_oversubscription("--threads", 4, 2, 1).empty());
   BOOST_TEST(!thread_oversubscription("--threads", 5, 2, 1).empty());

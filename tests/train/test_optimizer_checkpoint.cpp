@@ -117,7 +117,8 @@ BOOST_AUTO_TEST_CASE(changed_hyperparameters_are_noted_and_state_shape_is_strict
              message);
   BOOST_TEST(message.find("unexpected 'exp_avg.layer.weight'") != std::string::npos, message);
   BOOST_TEST(message.find("note: '" + (scratch.dir / "optimizer.safetensors").string() +
-                          "': the optimizer's hyper-parameters were") != std::string::npos, message);
+                          "': the optimizer's hyper-parameters were") != std::string::npos,
+             message);
   BOOST_TEST(message.find("\"beta1\":0.5") != std::string::npos, message);
   // A change that keeps the tensors loads, with the note.
   OptimizerOptions other_decay = options_for("adafactor");
@@ -125,8 +126,9 @@ BOOST_AUTO_TEST_CASE(changed_hyperparameters_are_noted_and_state_shape_is_strict
   const auto decayed = make_optimizer(other_decay, named);
   decayed->load_state_dict(read_optimizer_file(scratch.dir / "optimizer.safetensors", *decayed, &note));
   BOOST_TEST(note.find("\"decay\":0.01") != std::string::npos, note);
-  BOOST_TEST(error_message([&] { other->load_state_dict(with_moment->state_dict()); })
-                 .find("unexpected 'exp_avg.layer.weight'") != std::string::npos);
+  BOOST_TEST(error_message([&] {
+               other->load_state_dict(with_moment->state_dict());
+             }).find("unexpected 'exp_avg.layer.weight'") != std::string::npos);
   OptimizerState no_step = with_moment->state_dict();
   no_step.erase("step");
   BOOST_TEST(error_message([&] { with_moment->load_state_dict(no_step); }).find("missing 'step'") != std::string::npos);
@@ -164,13 +166,18 @@ BOOST_AUTO_TEST_CASE(poisoned_states_are_refused_naming_the_file_and_the_tensor)
   };
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const std::vector<Case> cases = {
-      {"adamw_8bit", "'exp_avg_absmax.layer.weight' holds nan at element 3 (1 of 20 values bad), expected a finite "
-                     "number >= 0", [&](OptimizerState& s) { s["exp_avg_absmax.layer.weight"][3] = nan; }},
-      {"adamw_8bit", "'exp_avg_sq_absmax.layer.weight' holds -0.5 at element 0 (20 of 20 values bad), expected a "
-                     "finite number >= 0", [](OptimizerState& s) { s["exp_avg_sq_absmax.layer.weight"].fill_(-0.5); }},
+      {"adamw_8bit",
+       "'exp_avg_absmax.layer.weight' holds nan at element 3 (1 of 20 values bad), expected a finite "
+       "number >= 0",
+       [&](OptimizerState& s) { s["exp_avg_absmax.layer.weight"][3] = nan; }},
+      {"adamw_8bit",
+       "'exp_avg_sq_absmax.layer.weight' holds -0.5 at element 0 (20 of 20 values bad), expected a "
+       "finite number >= 0",
+       [](OptimizerState& s) { s["exp_avg_sq_absmax.layer.weight"].fill_(-0.5); }},
       {"adamw_8bit", "'exp_avg.layer.weight' is I8, expected U8",
        [](OptimizerState& s) { s["exp_avg.layer.weight"] = s["exp_avg.layer.weight"].to(at::kChar); }},
-      {"adamw_8bit", "'exp_avg_sq.layer.bias' holds -1 at element 7 (1 of 80 values bad), expected a finite number >= 0",
+      {"adamw_8bit",
+       "'exp_avg_sq.layer.bias' holds -1 at element 7 (1 of 80 values bad), expected a finite number >= 0",
        [](OptimizerState& s) { s["exp_avg_sq.layer.bias"][7] = -1.0; }},
       {"adamw_8bit", "'step' is -3, expected an integer >= 0", [](OptimizerState& s) { s["step"].fill_(-3); }},
       {"adamw", "'exp_avg.layer.bias' holds inf at element 2 (1 of 80 values bad), expected a finite number",
@@ -182,12 +189,15 @@ BOOST_AUTO_TEST_CASE(poisoned_states_are_refused_naming_the_file_and_the_tensor)
       {"adamw", "'step' is F32, expected I64", [](OptimizerState& s) { s["step"] = s["step"].to(at::kFloat); }},
       {"sgd", "'momentum_buffer.layer.bias' holds nan at element 0 (80 of 80 values bad), expected a finite number",
        [&](OptimizerState& s) { s["momentum_buffer.layer.bias"].fill_(nan); }},
-      {"sgd", "'step.layer.weight' is -1, expected an integer >= 0", [](OptimizerState& s) { s["step.layer.weight"].fill_(-1); }},
-      {"adafactor", "'exp_avg_sq_row.layer.weight' holds -1 at element 5 (1 of 64 values bad), expected a finite number >= 0",
+      {"sgd", "'step.layer.weight' is -1, expected an integer >= 0",
+       [](OptimizerState& s) { s["step.layer.weight"].fill_(-1); }},
+      {"adafactor",
+       "'exp_avg_sq_row.layer.weight' holds -1 at element 5 (1 of 64 values bad), expected a finite number >= 0",
        [](OptimizerState& s) { s["exp_avg_sq_row.layer.weight"][5] = -1.0; }},
       {"adafactor", "'exp_avg_sq.layer.bias' holds nan at element 1 (1 of 80 values bad)",
        [&](OptimizerState& s) { s["exp_avg_sq.layer.bias"][1] = nan; }},
-      {"adafactor", "'step.layer.bias' is -7, expected an integer >= 0", [](OptimizerState& s) { s["step.layer.bias"].fill_(-7); }},
+      {"adafactor", "'step.layer.bias' is -7, expected an integer >= 0",
+       [](OptimizerState& s) { s["step.layer.bias"].fill_(-7); }},
   };
   for (const Case& c : cases) {
     BOOST_TEST_CONTEXT(c.optim << ": " << c.expected) {
@@ -197,8 +207,9 @@ BOOST_AUTO_TEST_CASE(poisoned_states_are_refused_naming_the_file_and_the_tensor)
       const fs::path file = scratch.dir / "optimizer.safetensors";
       write_edited_state(file, *optimizer, c.edit);
       const std::string message = error_message([&] { (void)read_optimizer_file(file, *optimizer); });
-      BOOST_TEST(message.find("'" + file.string() + "': not a valid state of this " + optimizer->type()) !=
-                     std::string::npos, message);
+      BOOST_TEST(
+          message.find("'" + file.string() + "': not a valid state of this " + optimizer->type()) != std::string::npos,
+          message);
       BOOST_TEST(message.find(c.expected) != std::string::npos, message);
       // The same check guards load_state_dict (custom loops), and nothing was copied in.
       OptimizerState edited = models::load_tensor_file(file);
