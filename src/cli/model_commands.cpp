@@ -102,7 +102,7 @@ loader::LoaderOptions split_loader_options(const ModelDataOptions& options, dist
 Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
   HPCTRAIN_CHECK(options.batch_size > 0, "--batch-size must be positive, got {}", options.batch_size);
   HPCTRAIN_CHECK(options.cache_mb > 0, "--cache-mb must be positive, got {}", options.cache_mb);
-  train::set_threads(options.threads > 0 ? options.threads : train::default_threads_per_rank(comm.local_size()));
+  (void)train::apply_threads(options.threads, comm.local_size());
   Loaded loaded;
   dist::run_collectively(comm, "loading the model and the dataset", [&] {
     loaded.device = train::select_device(options.device, comm.local_rank(), comm.local_size());

@@ -20,11 +20,15 @@
 
 #include <unistd.h>
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <chrono>
 #include <thread>
 
+#include "hpctrain/core/cpu_info.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/core/span.hpp"
 #include "hpctrain/data/byte_source.hpp"
@@ -164,6 +168,22 @@ void read_labels(Input& input, const RowChecker& checker, TextPrepReport& report
   });
 }
 
+// The inputs named with their rows, for an error: "'a.jsonl' (0 rows)", joined by ", ".
+std::string rows_of(const std::vector<Input>& inputs) {
+  std::vector<std::string> parts;
+  for (const auto& input : inputs) parts.push_back(fmt::format("'{}' ({} rows)", input.path.string(), input.rows));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Inputs without a single row are an error naming them (rather than an empty label set later). Every rank
+// knows every input's rows, so every rank throws alike.
+void check_some_rows(const std::vector<Input>& inputs) {
+  int64_t rows = 0;
+  for (const auto& input : inputs) rows += input.rows;
+  HPCTRAIN_CHECK(rows > 0, "prep text: {} no rows to prepare: {}",
+                 inputs.size() == 1 ? "the input has" : "the inputs have", rows_of(inputs));
+}
+
 // The label set: --labels, or the sorted unique labels of every rank's rows.
 LabelMap agree_labels(const std::vector<Input>& inputs, const TextPrepOptions& options, dist::Comm& comm) {
   if (!options.labels.empty()) return LabelMap(options.labels);
@@ -181,6 +201,9 @@ LabelMap agree_labels(const std::vector<Input>& inputs, const TextPrepOptions& o
       at = colon + 1 + size;
     }
   }
+  // Every rank has the same `seen`: all throw alike.
+  HPCTRAIN_CHECK(!seen.empty(), "prep text: no labels: every row of {} was skipped as invalid (--skip-invalid)",
+                 rows_of(inputs));
   return LabelMap::from_values(seen);
 }
 
@@ -386,9 +409,14 @@ data::FileAttributes attributes_of(const TextPrepOptions& options, const LabelMa
 }
 
 int threads_per_rank(const TextPrepOptions& options, dist::Comm& comm) {
-  if (options.threads > 0) return options.threads;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, cores / std::max(1, comm.local_size()));
+  if (options.threads <= 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    return std::max(1, cores / std::max(1, comm.local_size()));
+  }
+  const std::string warning =
+      core::thread_oversubscription("--threads", options.threads, core::affinity_cpus(), comm.local_size());
+  if (!warning.empty()) log::warning("{}", warning);  // rank 0's (Note [Too many threads])
+  return options.threads;
 }
 
 // The counters every rank has for its own rows, summed (all ranks take part).
@@ -440,6 +468,7 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
     decompress_for_ranks(inputs[f], fmt::format("{}.input-{}.{}", stem.string(), f, format), decompressed, comm);
     read_labels(inputs[f], checker, report, comm, progress);
   }
+  check_some_rows(inputs);
   const LabelMap labels = agree_labels(inputs, options, comm);
   reading.stop();
   span::Span planning("planning", phases);

@@ -200,6 +200,11 @@ void check_agrees(const TokenizerConfig& from_json, const TokenizerConfig& merge
 
 }  // namespace
 
+Vocab tokenizer_json_vocab(const fs::path& tokenizer_json) {
+  const nlohmann::json root = detail::read_json_file(tokenizer_json);
+  return read_model_vocab(JsonObject(root, tokenizer_json.string(), "").object("model"));
+}
+
 BertTokenizer BertTokenizer::from_pretrained(const fs::path& dir) {
   HPCTRAIN_CHECK(fs::is_directory(dir), "tokenizer folder '{}' does not exist or is not a directory", dir.string());
   const fs::path tokenizer_json = dir / kTokenizerJson, vocab_txt = dir / kVocabTxt;

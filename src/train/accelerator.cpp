@@ -81,8 +81,7 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
                  options_.gradient_accumulation_steps);
   HPCTRAIN_CHECK(options_.local_sgd_steps >= 0, "local_sgd_steps {}: expected >= 0 (0 = off)", options_.local_sgd_steps);
   comm_.set_collective_timeout(options_.collective_timeout);
-  threads_ = options_.threads > 0 ? options_.threads : default_threads_per_rank(comm_.local_size());
-  set_threads(threads_);
+  threads_ = apply_threads(options_.threads, comm_.local_size());  // warns when far too many
   device_ = select_device(options_.device, comm_.local_rank(), comm_.local_size());
   precision_ = PrecisionPolicy(options_.mixed_precision, options_.loss_scaling, options_.grad_reduce_dtype,
                                device_.type());

@@ -12,6 +12,7 @@
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/weights.hpp"
+#include "hpctrain/tokenize/bert_tokenizer.hpp"
 #include "hpctrain/tokenize/vocab.hpp"
 #include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/optimizer.hpp"
@@ -82,6 +83,43 @@ void drop_resized_head(const models::SequenceClassifier& model, models::StateDic
   }
 }
 
+// Note [Tokenizer matches the dataset]
+// The tokenizer files are copied into every checkpoint and final/, beside the weights: a vocabulary other
+// than the one `hpctrain prep` used would pair the weights with the wrong token ids, and nothing would fail.
+// prep records the sha256 of its vocabulary (vocab_sha256: of vocab.txt's text, or of tokenizer.json's
+// model.vocab written as that text, the same number for the same tokens); every vocabulary file the folder
+// holds, vocab.txt and tokenizer.json alike, must have it. A folder or a dataset that gives nothing to
+// compare is said in a note, not passed over in silence.
+void check_vocabularies(const fs::path& dir, const data::DatasetReader& dataset, ModelSetup& setup) {
+  std::vector<std::pair<fs::path, std::string>> vocabularies;  // file, the sha256 of its vocabulary
+  if (fs::is_regular_file(dir / "vocab.txt"))
+    vocabularies.emplace_back(dir / "vocab.txt", tokenize::Vocab::from_file(dir / "vocab.txt").sha256());
+  if (fs::is_regular_file(dir / "tokenizer.json"))
+    vocabularies.emplace_back(dir / "tokenizer.json", tokenize::tokenizer_json_vocab(dir / "tokenizer.json").sha256());
+  if (vocabularies.empty()) {
+    setup.notes.push_back(
+        fmt::format("'{}' has no vocab.txt or tokenizer.json: its tokenizer cannot be checked "
+                    "against the vocabulary '{}' was prepared with",
+                    dir.string(), dataset.path().string()));
+    return;
+  }
+  const nlohmann::json& recorded = dataset.tokenizer();
+  if (!recorded.contains("vocab_sha256") || !recorded["vocab_sha256"].is_string()) {
+    setup.notes.push_back(
+        fmt::format("'{}' records no vocab_sha256: the tokenizer in '{}' cannot be checked against it",
+                    dataset.path().string(), dir.string()));
+    return;
+  }
+  const std::string expected = recorded["vocab_sha256"].get<std::string>();
+  for (const auto& [file, sha256] : vocabularies)
+    HPCTRAIN_CHECK(
+        sha256 == expected,
+        "'{}' is not the vocabulary '{}' was prepared with (vocab_sha256 {}, expected {}): the saved model "
+        "would pair these weights with the wrong tokenizer\n  hint: pass --tokenizer with the folder used by "
+        "`hpctrain prep`",
+        file.string(), dataset.path().string(), sha256.substr(0, 12), expected.substr(0, 12));
+}
+
 void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader& dataset, ModelSetup& setup) {
   const fs::path dir = !options.tokenizer.empty() ? options.tokenizer : options.model_dir;
   if (!dir.empty()) {
@@ -90,16 +128,14 @@ void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader
   }
   if (!is_text(dataset)) return;
   if (setup.tokenizer_files.empty()) {
-    setup.notes.push_back("no tokenizer files (give --tokenizer DIR, the folder the data was prepared with): checkpoints "
-                          "and final/ will load as models but not with AutoTokenizer");
+    setup.notes.push_back(
+        fmt::format("no tokenizer files{} (give --tokenizer DIR, the folder the data was prepared "
+                    "with): the vocabulary cannot be checked against '{}', and checkpoints and "
+                    "final/ will load as models but not with AutoTokenizer",
+                    dir.empty() ? "" : fmt::format(" in '{}'", dir.string()), dataset.path().string()));
     return;
   }
-  if (!fs::is_regular_file(dir / "vocab.txt") || !dataset.tokenizer().contains("vocab_sha256")) return;
-  const std::string expected = dataset.tokenizer()["vocab_sha256"].get<std::string>();
-  HPCTRAIN_CHECK(tokenize::Vocab::from_file(dir / "vocab.txt").sha256() == expected,
-                 "'{}' is not the vocabulary '{}' was prepared with (vocab_sha256 differs): the saved model would "
-                 "pair these weights with the wrong tokenizer\n  hint: pass --tokenizer with the folder used by "
-                 "`hpctrain prep`", (dir / "vocab.txt").string(), dataset.path().string());
+  check_vocabularies(dir, dataset, setup);
 }
 
 }  // namespace

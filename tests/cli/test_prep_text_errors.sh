@@ -24,6 +24,18 @@ printf '%s\n' '{"text": "one", "label": "a"}' '{"text": "two", "label": "c"}' >"
 expect_failure "label not in --labels" "labels\.jsonl: line 2 .*label 'c' is not in --labels" prep --input "$WORK/labels.jsonl" --labels a,b --output "$out"
 expect_no_file "unknown label leaves no file" "$out"
 
+: >"$WORK/nothing.jsonl"
+expect_failure "an empty input names the file and says it has no rows" \
+  "the input has no rows to prepare: '$WORK/nothing\.jsonl' \(0 rows\)" prep --input "$WORK/nothing.jsonl" --output "$out"
+expect_no_file "an empty input leaves no file" "$out"
+printf 'text,label\n' >"$WORK/header.csv"
+expect_failure "a header without rows, with --labels, names the file" "header\.csv' \(0 rows\)" \
+  prep --input "$WORK/header.csv" --labels a,b --output "$out"
+printf '%s\n' '{"text": " ", "label": "a"}' '{"label": "b"}' >"$WORK/all_bad.jsonl"
+expect_failure "every row skipped: no labels, naming the file" \
+  "no labels: every row of '$WORK/all_bad\.jsonl' \(2 rows\) was skipped as invalid" \
+  prep --input "$WORK/all_bad.jsonl" --skip-invalid --output "$out"
+
 expect_failure "missing input file" "nope\.jsonl' does not exist" prep --input "$WORK/nope.jsonl" --output "$out"
 expect_failure "unknown extension" 'data\.xml' prep --input "$WORK/data.xml" --output "$out"
 expect_failure "missing tokenizer" 'vocab\.txt|tokenizer\.json' "$HPCTRAIN" prep text --input "$WORK/labels.jsonl" --tokenizer "$WORK" --output "$out"

@@ -118,6 +118,23 @@ BOOST_AUTO_TEST_CASE(tiny_folder_describe_and_files) {
   BOOST_TEST(tokenizer.files().at(0) == dir.path() / "tokenizer.json");
 }
 
+// Note [Tokenizer matches the dataset]: tokenizer.json's model.vocab hashes as the vocab.txt of the same tokens;
+// two ids swapped change it.
+BOOST_AUTO_TEST_CASE(tokenizer_json_vocab_hashes_as_vocab_txt) {
+  TempDir dir;
+  const Vocab from_json = tokenizer_json_vocab(kGoldenDir / "tiny" / "tokenizer.json");
+  BOOST_TEST(from_json.sha256() == hpctrain::sha256_file_hex(kGoldenDir / "tiny" / "vocab.txt"));
+  nlohmann::json swapped = tiny_tokenizer_json();
+  auto& vocab = swapped["model"]["vocab"];
+  std::swap(vocab["the"], vocab["over"]);
+  dir.write("tokenizer.json", swapped.dump());
+  BOOST_TEST(tokenizer_json_vocab(dir.path() / "tokenizer.json").sha256() != from_json.sha256());
+  vocab["over"] = vocab["the"];
+  dir.write("tokenizer.json", swapped.dump());
+  expect_error([&] { (void)tokenizer_json_vocab(dir.path() / "tokenizer.json"); },
+               {"tokenizer.json", "have the same id"});
+}
+
 BOOST_AUTO_TEST_CASE(missing_folder_and_files) {
   TempDir dir;
   expect_error([&] { BertTokenizer::from_pretrained(dir.path() / "nope"); }, {"nope", "does not exist"});

@@ -1,5 +1,6 @@
 // The CPU and BLAS as this process sees them: /proc/cpuinfo's model and flags, OpenBLAS's kernel core.
-// Read by the BLAS kernel fix (blas_kernels.hpp), `hpctrain env` and the benchmarks' headers.
+// Read by the BLAS kernel fix (blas_kernels.hpp), `hpctrain env`, the benchmarks' headers and the thread
+// count's check (threads.hpp).
 #pragma once
 
 #include <set>
@@ -21,5 +22,13 @@ std::string openblas_core();
 std::vector<std::pair<std::string, bool>> cpu_capabilities(const std::set<std::string>& flags);
 // Pure: the present ones, space-separated ("avx2 fma avx512f ..."), or "none".
 std::string capability_summary(const std::set<std::string>& flags);
+
+// CPUs this process may run on: its affinity mask (sched_getaffinity, what taskset, a cgroup cpuset or
+// mpirun's binding allow), else the online CPUs; at least 1.
+int affinity_cpus();
+// Pure (Note [Too many threads]): the warning for `threads` per rank when they are more than twice the cores
+// each of `local_size` ranks on the node can use out of `cpus` (cpus ÷ local_size, at least 1), else "".
+// `option` names where the count came from ("--threads").
+std::string thread_oversubscription(const std::string& option, int threads, int cpus, int local_size);
 
 }  // namespace hpctrain::core

@@ -100,4 +100,9 @@ class BertTokenizer {
   std::vector<std::filesystem::path> files_;
 };
 
+// The vocabulary of a tokenizer.json: its model.vocab (ids in [0, size), none twice, as from_pretrained reads
+// it). Its sha256() is that of the vocab.txt holding the same tokens in id order, so a folder with only
+// tokenizer.json (what transformers 5 saves) is checked against a dataset's vocab_sha256 like vocab.txt.
+[[nodiscard]] Vocab tokenizer_json_vocab(const std::filesystem::path& tokenizer_json);
+
 }  // namespace hpctrain::tokenize

@@ -42,6 +42,9 @@ class Adafactor final : public Optimizer {
   // (>= 2 dimensions) or "exp_avg_sq.<name>", and "exp_avg.<name>" when beta1 > 0.
   void update(double lr) override;
   [[nodiscard]] OptimizerState state_tensors() const override;
+  [[nodiscard]] std::set<std::string> non_negative_state() const override {
+    return {"exp_avg_sq", "exp_avg_sq_row", "exp_avg_sq_col"};
+  }
 
   struct Slot {
     at::Tensor param, steps, row, col, exp_avg_sq, exp_avg;  // undefined when not kept

@@ -36,6 +36,7 @@ class AdamW final : public Optimizer {
   // State: "exp_avg.<name>", "exp_avg_sq.<name>" (the base adds "step").
   void update(double lr) override;
   [[nodiscard]] OptimizerState state_tensors() const override;
+  [[nodiscard]] std::set<std::string> non_negative_state() const override { return {"exp_avg_sq"}; }
 
   struct Slot {
     at::Tensor param, exp_avg, exp_avg_sq;

@@ -38,6 +38,9 @@ class AdamW8bit final : public Optimizer {
   // small ones "exp_avg.<name>", "exp_avg_sq.<name>" (float32). The base adds "step".
   void update(double lr) override;
   [[nodiscard]] OptimizerState state_tensors() const override;
+  [[nodiscard]] std::set<std::string> non_negative_state() const override {
+    return {"exp_avg_sq", "exp_avg_absmax", "exp_avg_sq_absmax"};
+  }
 
   struct Slot {
     std::string name;

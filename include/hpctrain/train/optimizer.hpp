@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,9 +63,13 @@ class Optimizer {
   // The state as named tensors: the implementation's per-parameter tensors (on the parameters' device)
   // plus "step" (CPU int64 scalar). The tensors are the live state: copy them to keep a snapshot.
   [[nodiscard]] OptimizerState state_dict() const;
-  // Strict: every state tensor present with its shape, none unexpected, "step" present; one Error naming
-  // every missing, unexpected and wrong-shaped tensor. Values are copied in (dtype converted).
+  // Strict: check_state_dict(state, "optimizer state"), then the values are copied in.
   void load_state_dict(const OptimizerState& state);
+  // Whether `state` can be this optimizer's (Note [Optimizer state checks]): every state tensor and "step"
+  // present with its shape and dtype, none unexpected, every value finite, counts and the magnitudes
+  // (second moments, absmax) >= 0. One Error naming `source` (the file) and every problem by tensor,
+  // expected and actual.
+  void check_state_dict(const OptimizerState& state, const std::string& source) const;
   // Bytes of the state tensors (what state_dict() holds besides "step").
   [[nodiscard]] virtual int64_t state_bytes() const;
 
@@ -85,6 +90,10 @@ class Optimizer {
   virtual void update(double lr) = 0;
   // The live per-parameter state tensors, by name ("step" is the base's).
   [[nodiscard]] virtual OptimizerState state_tensors() const = 0;
+  // The kinds of state tensor (a name up to its first '.') that hold magnitudes, such as second moments
+  // and absmax: check_state_dict refuses negative values in them. Integer state (counts, 8-bit codes)
+  // is always checked >= 0, floating state finite.
+  [[nodiscard]] virtual std::set<std::string> non_negative_state() const { return {}; }
 
  private:
   std::vector<ParameterGroup> groups_;
@@ -99,8 +108,9 @@ class Optimizer {
 // Writes state_dict() (CPU copies) with that metadata, atomically.
 void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer);
 // Reads `path` for `optimizer`: Error naming the file and both optimizers when it holds another optimizer's
-// state (a file without the tag, written before tags existed, holds AdamW's). `note` receives a line when
-// the hyper-parameters differ from the file's (the run's apply). Load with load_state_dict.
+// state (a file without the tag, written before tags existed, holds AdamW's), and naming the file and the
+// tensor when check_state_dict refuses it. `note` receives a line when the hyper-parameters differ from the
+// file's (the run's apply). Load with load_state_dict.
 [[nodiscard]] OptimizerState read_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer,
                                                  std::string* note = nullptr);
 
