@@ -64,8 +64,8 @@ int run(dist::Comm& comm, const Args& args) {
   options.seed = kSeed;
   options.loss_scaling = train::parse_loss_scaling(args.loss_scale);
   train::Accelerator acc(comm, options);
-  const std::optional<train::InjectedOverflow> overflow =
-      args.inject_overflow.empty() ? std::nullopt : std::optional(train::parse_injected_overflow(args.inject_overflow));
+  const bool inject = !args.inject_overflow.empty();
+  const train::InjectedOverflow overflow = inject ? train::parse_injected_overflow(args.inject_overflow) : train::InjectedOverflow{};
   auto model = build_model(args);
   acc.prepare_model(*model);  // before the optimizer: the model is on its device now
   // Any optimizer through the train::Optimizer interface; --optim's names (train::optimizer_names()).
@@ -98,7 +98,7 @@ int run(dist::Comm& comm, const Args& args) {
       // The mean over the global batch (Note [Objectives]): the reducer averages over W ranks.
       const double units = comm.allreduce_value(loss.count);
       double scale = comm.world_size() / (std::max(1.0, units) * static_cast<double>(in_step));
-      if (sync && overflow && *overflow == train::InjectedOverflow{comm.rank(), step + 1})
+      if (sync && inject && overflow == train::InjectedOverflow{comm.rank(), step + 1})
         scale = std::numeric_limits<double>::infinity();
       loss_sum += comm.allreduce_value(loss.sum.item<double>()), count += units;
       acc.backward(loss.sum * scale);

@@ -157,7 +157,7 @@ int eval_command(const Args& args, dist::Comm& comm) {
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
   const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: the task's report
-  const train::EvalContext context{comm, loaded.device};
+  const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
   const auto result = with_context(options, [&] { return objective->evaluate(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;
   if (json) std::cout << result.report.dump(2) << "\n";
@@ -186,7 +186,7 @@ int predict_command(const Args& args, dist::Comm& comm) {
   });
   Loaded loaded = load_model_and_data(options, comm);
   const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: what predict writes
-  const train::EvalContext context{comm, loaded.device};
+  const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
   const std::string text =
       with_context(options, [&] { return objective->predictions(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;
