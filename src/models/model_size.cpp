@@ -196,7 +196,11 @@ void check_model_fits_host(const io::HfConfig& config, int64_t copies, const std
   }
   const auto available = core::available_host_memory();
   if (!available) return;
-  const int64_t extra = extra_bytes ? extra_bytes(size.parameters) : 0;
+  // An optimizer holds at most two fp32 values per parameter: below this bound its state's bytes cannot overflow;
+  // above it the fp32 copies alone are more than half of int64, and check_model_fits refuses the model without
+  // asking (UBSan found the overflow of 2 x 4 bytes x 5e18 parameters in the state's count).
+  const bool state_representable = size.parameters <= std::numeric_limits<int64_t>::max() / 16;
+  const int64_t extra = extra_bytes && state_representable ? extra_bytes(size.parameters) : 0;
   check_model_fits(size, copies, available->bytes, available->source, source, purpose, extra);
 }
 
