@@ -68,6 +68,30 @@ wait_for_path() {
   compgen -G "$1" >/dev/null
 }
 
+# cut_link_when PATH PID LOG: once PATH (a glob) exists, takes the link down; sets CUT_AT (date +%s.%N) either
+# way and returns false (LOG's tail shown) when PATH never appeared while PID ran.
+cut_link_when() {
+  if wait_for_path "$1" 120 "$2"; then
+    link_down
+    CUT_AT=$(date +%s.%N)
+    return 0
+  fi
+  CUT_AT=$(date +%s.%N)
+  tail -20 "$3"
+  return 1
+}
+
+# resumes_exactly RUN...: after the link is back, `--resume auto` of $WORK/cut on the two hosts continues at
+# checkpoint-20 and ends with the weights of the uninterrupted $WORK/whole, bitwise.
+resumes_exactly() {
+  run_ok "link up: --resume auto on the two hosts" "$WORK/resume.log" \
+    two_hosts "$HPCTRAIN" train $(train_args "$WORK/cut") "$@" --resume auto
+  grep -q "resuming at step 20" "$WORK/resume.log" && ok "resumed from checkpoint-20" \
+    || { bad "resume point"; grep -i "resum\|checkpoint" "$WORK/resume.log" | head; }
+  compare "$WORK/whole/final/model.safetensors" "$WORK/cut/final/model.safetensors" 0 \
+    && ok "resumed weights == uninterrupted weights (bitwise)" || bad "resumed weights differ"
+}
+
 # ranks_end_within LABEL LIMIT START: every rank ends within LIMIT seconds of START (date +%s.%N);
 # sets ENDED_AFTER to the seconds it took.
 ranks_end_within() {

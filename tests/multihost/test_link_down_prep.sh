@@ -19,14 +19,9 @@ two_hosts "${PER_RANK_STDERR[@]}" "$WORK/prep.err" "$HPCTRAIN" prep text --token
   --no-progress --threads 1 --input "$WORK/rows.jsonl" --validation-fraction 0.1 --memory-mb 4 \
   --collective-timeout $timeout_s --output "$WORK/out/data.h5" >"$WORK/prep.log" 2>&1 &
 launcher=$!
-if wait_for_path "$WORK/out/data.h5.prep-*.r*" 120 "$launcher"; then
-  link_down
-  start=$(date +%s.%N)
-  ok "link down while the ranks tokenize"
-else
-  bad "no bucket file"; tail -20 "$WORK/prep.log"
-  start=$(date +%s.%N)
-fi
+cut_link_when "$WORK/out/data.h5.prep-*.r*" "$launcher" "$WORK/prep.log" && ok "link down while the ranks tokenize" \
+  || bad "no bucket file"
+start=$CUT_AT
 ranks_end_within "link down during prep" $((timeout_s + 12)) "$start"  # + the tokenizing left after the cut
 launcher_ends_after_link_up "link down during prep" "$launcher"
 names_lost_peer "link down during prep" "$WORK/prep.err"

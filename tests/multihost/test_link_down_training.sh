@@ -14,24 +14,14 @@ run_ok "uninterrupted: mpirun -np 2 on one host" "$WORK/whole.log" mpi 2 train $
 
 two_hosts "${PER_RANK_STDERR[@]}" "$WORK/cut.err" "$HPCTRAIN" train $(train_args "$WORK/cut") "${run[@]}" >"$WORK/cut.log" 2>&1 &
 launcher=$!
-if wait_for_path "$WORK/cut/checkpoint-20" 120 "$launcher"; then
-  link_down
-  start=$(date +%s.%N)
-  ok "link down after checkpoint-20"
-else
-  bad "no checkpoint-20 on the two hosts"; tail -20 "$WORK/cut.log"
-  start=$(date +%s.%N)
-fi
+cut_link_when "$WORK/cut/checkpoint-20" "$launcher" "$WORK/cut.log" && ok "link down after checkpoint-20" \
+  || bad "no checkpoint-20 on the two hosts"
+start=$CUT_AT
 ranks_end_within "link down" $((timeout_s + 8)) "$start"
 launcher_ends_after_link_up "link down" "$launcher"
 names_lost_peer "link down" "$WORK/cut.err"
 [[ ! -d "$WORK/cut/final" ]] && ok "no final model from the cut run" || bad "the cut run saved a final model"
 checkpoints_intact "link down" "$WORK/cut"
 
-run_ok "link up: --resume auto on the two hosts" "$WORK/resume.log" \
-  two_hosts "$HPCTRAIN" train $(train_args "$WORK/cut") "${run[@]}" --resume auto
-grep -q "resuming at step 20" "$WORK/resume.log" && ok "resumed from checkpoint-20" \
-  || { bad "resume point"; grep -i "resum\|checkpoint" "$WORK/resume.log" | head; }
-compare "$WORK/whole/final/model.safetensors" "$WORK/cut/final/model.safetensors" 0 \
-  && ok "resumed weights == uninterrupted weights (bitwise)" || bad "resumed weights differ"
+resumes_exactly "${run[@]}"
 finish
