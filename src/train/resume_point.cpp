@@ -31,17 +31,6 @@ std::vector<CheckpointEntry> checkpoint_folders_newest_first(const fs::path& out
   return found;
 }
 
-// Whether another run left its files in `output` (--overwrite-output-dir renames them NAME.run-OLDID).
-bool another_run_used(const fs::path& output) {
-  if (!fs::is_directory(output)) return false;
-  for (const auto& entry : fs::directory_iterator(output)) {
-    const std::string name = entry.path().filename().string();
-    for (const char* moved : {"run.run-", "trainer_state.run-", "metrics.run-", "final.run-"})
-      if (name.rfind(moved, 0) == 0) return true;
-  }
-  return false;
-}
-
 // Whether `file` holds a JSON object (a trainer state of a format without run ids), not damaged text.
 bool readable_json_object(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
@@ -87,7 +76,7 @@ CheckpointOwner checkpoint_owner(const fs::path& dir, const RunIdentity& run) {
   const bool readable = readable_json_object(state);
   if (readable) return owns(run, std::nullopt) ? CheckpointOwner::this_run : CheckpointOwner::other_run;
   if (run.owns_unmarked_checkpoints) return CheckpointOwner::this_run_damaged;
-  return another_run_used(dir.parent_path()) ? CheckpointOwner::other_run : CheckpointOwner::this_run_damaged;
+  return another_run_moved_aside(dir.parent_path()) ? CheckpointOwner::other_run : CheckpointOwner::this_run_damaged;
 }
 
 std::string read_verified_state(const fs::path& dir) {

@@ -62,9 +62,12 @@ std::optional<RunIdentity> read_identity(const fs::path& output) {
   return run_identity_from_json(parsed, file.string());
 }
 
+// A run's own top-level files (runs: TensorBoard), which --overwrite-output-dir moves aside.
+constexpr const char* kRunTopLevelFiles[] = {kRunIdentityName, kTrainerStateName, "metrics.jsonl", "final", "runs"};
+
 // --overwrite-output-dir: the old run's top-level files get NAME.run-OLDID; its checkpoints stay.
 void move_old_run_aside(const fs::path& output, const std::string& old_id, std::vector<std::string>& notes) {
-  for (const char* name : {kRunIdentityName, kTrainerStateName, "metrics.jsonl", "final", "runs"}) {  // runs: TensorBoard
+  for (const char* name : kRunTopLevelFiles) {
     if (!fs::exists(output / name)) continue;
     const fs::path aside = move_aside(output / name, old_id);
     notes.push_back(fmt::format("--overwrite-output-dir: the previous run's {} is now {}", name, aside.filename().string()));
@@ -141,6 +144,16 @@ RunIdentity run_identity_from_json(const json& j, const std::string& source) {
   r.pid = j.contains("pid") && j["pid"].is_number_integer() ? j["pid"].get<int64_t>() : 0;
   r.owns_unmarked_checkpoints = j.value("owns_unmarked_checkpoints", false);
   return r;
+}
+
+bool another_run_moved_aside(const fs::path& output) {
+  if (!fs::is_directory(output)) return false;
+  for (const auto& entry : fs::directory_iterator(output)) {
+    const std::string name = entry.path().filename().string();
+    for (const char* file : kRunTopLevelFiles)
+      if (name.rfind(fs::path(file).stem().string() + ".run-", 0) == 0) return true;
+  }
+  return false;
 }
 
 bool owns(const RunIdentity& identity, const std::optional<std::string>& checkpoint_run_id) {

@@ -48,6 +48,10 @@ struct RunIdentity {
 // Whether a checkpoint with `checkpoint_run_id` belongs to the run `identity`.
 [[nodiscard]] bool owns(const RunIdentity& identity, const std::optional<std::string>& checkpoint_run_id);
 
+// Whether `output` holds a run's files that --overwrite-output-dir moved aside (NAME.run-OLDID): another run
+// used the folder.
+[[nodiscard]] bool another_run_moved_aside(const std::filesystem::path& output);
+
 // The names in `output` that belong to some run (run.json, trainer_state.json, metrics.jsonl, final,
 // checkpoint-*), sorted; empty for a new or empty folder. The lock file does not count.
 [[nodiscard]] std::vector<std::string> previous_run_files(const std::filesystem::path& output);
