@@ -143,6 +143,7 @@ std::optional<HostMemory> available_host_memory() {
 
 bool is_allocation_failure(const std::exception& error) {
   if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr) return true;
+  if (dynamic_cast<const OutOfMemoryError*>(&error) != nullptr) return true;
   if (dynamic_cast<const Error*>(&error) != nullptr) return false;  // ours: already says what ran out
   return std::strstr(error.what(), "can't allocate memory") != nullptr;  // c10::Error of DefaultCPUAllocator
 }

@@ -37,9 +37,12 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
   if (size_ > 0) {
     void* mapped = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped == MAP_FAILED) {
+      const int code = errno;
       const std::string reason = os_reason();
       ::close(fd);
-      fail("cannot memory-map '{}' ({} bytes): {}", path.string(), size_, reason);
+      const std::string message = fmt::format("cannot memory-map '{}' ({} bytes): {}", path.string(), size_, reason);
+      if (code == ENOMEM) throw OutOfMemoryError(message);  // the address space, not the file, is at fault
+      throw Error(message);
     }
     data_ = static_cast<const std::byte*>(mapped);
   }

@@ -33,6 +33,14 @@ template <typename... Args>
   throw ReadError(fmt::format(format, std::forward<Args>(args)...));
 }
 
+// The operating system refused memory where no std::bad_alloc is thrown (mmap with ENOMEM, e.g. under ulimit -v).
+// core::is_allocation_failure counts it as an allocation failure, so the message gains what is left and which
+// limit applies, as for a failed tensor allocation.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace hpctrain
 
 // Checks a condition that depends on input; on failure throws hpctrain::Error with the message.
