@@ -6,7 +6,7 @@
 //   mpirun -np 2 custom_loop DATA.h5 CONFIG.json OUTPUT_DIR [EPOCHS] [OPTIM] [--loss-scale dynamic]
 //                            [--inject-overflow RANK:STEP]
 // OPTIM is one of `hpctrain train`'s --optim names (adamw_torch, sgd, adafactor, ...): the loop picks the
-// optimizer through the train::Optimizer interface (make_optimizer) and never names its type.
+// optimizer through the optim::Optimizer interface (make_optimizer) and never names its type.
 // DATA.h5 comes from `hpctrain prep text`; CONFIG.json is a DistilBERT/BERT config (labels are taken
 // from the dataset). --inject-overflow makes that rank's gradients inf in that step (1-based), as
 // `hpctrain train --inject-overflow` does. With the same options the loop ends where
@@ -31,7 +31,7 @@
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/objective.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/train_options.hpp"
 
@@ -68,10 +68,10 @@ int run(dist::Comm& comm, const Args& args) {
   const train::InjectedOverflow overflow = inject ? train::parse_injected_overflow(args.inject_overflow) : train::InjectedOverflow{};
   auto model = build_model(args);
   acc.prepare_model(*model);  // before the optimizer: the model is on its device now
-  // Any optimizer through the train::Optimizer interface; --optim's names (train::optimizer_names()).
-  train::OptimizerOptions optimizer_options;
+  // Any optimizer through the optim::Optimizer interface; --optim's names (optim::optimizer_names()).
+  optim::OptimizerOptions optimizer_options;
   optimizer_options.optim = args.optim;
-  const std::unique_ptr<train::Optimizer> optimizer = train::make_optimizer(optimizer_options, model->named_parameters().pairs());
+  const std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(optimizer_options, model->named_parameters().pairs());
   loader::LoaderOptions train_data;
   train_data.batch_size = 4, train_data.shuffle = data::ShuffleMode::global, train_data.seed = kSeed;
   auto train_loader = acc.prepare(*model, *optimizer, args.data, train_data);

@@ -34,7 +34,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/utils.h>
@@ -150,7 +150,7 @@ double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::d
 struct Job {
   train::Accelerator& acc;
   models::SequenceClassifier& model;
-  train::Optimizer& optimizer;
+  optim::Optimizer& optimizer;
   const models::ModelInputs& inputs;
   int accumulation = 1;
 };
@@ -226,7 +226,7 @@ int run(dist::Comm& comm, const Settings& s) {
   torch::manual_seed(0);
   const auto model = models::from_config(io::HfConfig::from_json(bench::benchmark_config(s.model), "bench_train"));
   acc.prepare_model(*model);
-  const auto optimizer = train::make_optimizer(train::OptimizerOptions{}, model->named_parameters().pairs());  // AdamW
+  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, model->named_parameters().pairs());  // AdamW
   model->train();
   torch::manual_seed(1 + static_cast<uint64_t>(comm.rank()));  // each rank its own batch
   const models::ModelInputs inputs = bench::benchmark_inputs(s.model, s.batch, s.seq_length);

@@ -14,7 +14,7 @@
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/registry.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/threads.hpp"
 
 #include <ATen/ATen.h>
@@ -71,7 +71,7 @@ BenchOptions parse(int argc, char** argv) {
 }
 
 // Median seconds of optimizer->step over `steps` timed steps after `warmup` untimed ones.
-double time_steps(hpctrain::train::Optimizer& optimizer, int warmup, int steps) {
+double time_steps(hpctrain::optim::Optimizer& optimizer, int warmup, int steps) {
   std::vector<double> times;
   for (int step = 0; step < warmup + steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
@@ -83,19 +83,20 @@ double time_steps(hpctrain::train::Optimizer& optimizer, int warmup, int steps) 
 }
 
 // Bytes of state `options` keeps for the parameters of two or more dimensions.
-int64_t state_bytes_2d(const hpctrain::train::OptimizerOptions& options, const hpctrain::train::NamedParameters& named) {
+int64_t state_bytes_2d(const hpctrain::optim::OptimizerOptions& options,
+                       const hpctrain::optim::NamedParameters& named) {
   int64_t bytes = 0;
   for (const auto& [name, tensor] : named)
-    if (tensor.dim() >= 2) bytes += hpctrain::train::optimizer_state_bytes(options, tensor.sizes().vec());
+    if (tensor.dim() >= 2) bytes += hpctrain::optim::optimizer_state_bytes(options, tensor.sizes().vec());
   return bytes;
 }
 
 // The size of the optimizer's checkpoint file, written into a fresh temporary folder that is removed.
-int64_t file_bytes(const hpctrain::train::Optimizer& optimizer) {
+int64_t file_bytes(const hpctrain::optim::Optimizer& optimizer) {
   const std::filesystem::path folder =
       std::filesystem::temp_directory_path() / ("bench_optim." + std::to_string(::getpid()));
   std::filesystem::create_directories(folder);
-  hpctrain::train::save_optimizer_file(folder / "optimizer.safetensors", optimizer);
+  hpctrain::optim::save_optimizer_file(folder / "optimizer.safetensors", optimizer);
   const auto bytes = static_cast<int64_t>(std::filesystem::file_size(folder / "optimizer.safetensors"));
   std::filesystem::remove_all(folder);
   return bytes;
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   torch::manual_seed(0);
   const auto config = hpctrain::io::HfConfig::from_json(hpctrain::bench::benchmark_config(options.model), "bench_optim");
   const auto model = hpctrain::models::from_config(config);
-  const hpctrain::train::NamedParameters named = model->named_parameters().pairs();
+  const hpctrain::optim::NamedParameters named = model->named_parameters().pairs();
   int64_t params = 0;
   {
     const at::NoGradGuard no_grad;
@@ -124,12 +125,12 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& optim : options.optims) {
-    hpctrain::train::OptimizerOptions optimizer_options;
+    hpctrain::optim::OptimizerOptions optimizer_options;
     optimizer_options.optim = optim;
     optimizer_options.weight_decay = 0.01;
     optimizer_options.sgd_momentum = 0.9;  // the common SGD (a momentum buffer), as the peer's
-    hpctrain::train::validate_optimizer_options(optimizer_options);
-    const auto optimizer = hpctrain::train::make_optimizer(optimizer_options, named);
+    hpctrain::optim::validate_optimizer_options(optimizer_options);
+    const auto optimizer = hpctrain::optim::make_optimizer(optimizer_options, named);
     const double median = time_steps(*optimizer, options.warmup, options.steps);
     const nlohmann::json result{{"impl", "hpctrain"},         {"model", options.model},
                                 {"optim", optimizer->type()}, {"threads", options.threads},

@@ -10,7 +10,7 @@
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/hf_config.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/scaling_model.hpp"
 #include "option_parsing.hpp"
 
@@ -147,7 +147,7 @@ void check_args(const PredictArgs& a, const train::MemoryEstimateOptions& o) {
   HPCTRAIN_CHECK(!a.model_config.empty(), "bench predict: --model-config FILE is required (the gradient sizes)");
   HPCTRAIN_CHECK(a.overlap == "on" || a.overlap == "off", "bench predict: --overlap is on or off, got '{}'", a.overlap);
   HPCTRAIN_CHECK(a.gpus_per_node >= 1, "bench predict: --gpus-per-node must be at least 1, got {}", a.gpus_per_node);
-  train::validate_optimizer_options(o.optimizer);
+  optim::validate_optimizer_options(o.optimizer);
 }
 
 }  // namespace

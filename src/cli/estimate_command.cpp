@@ -10,7 +10,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "option_parsing.hpp"
 
 namespace hpctrain::cli {
@@ -71,7 +71,7 @@ int estimate_memory_command(const Args& args) {
   all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer));
   po::variables_map values;
   if (!parse_options(args, kUsage, all, values)) return 0;
-  train::validate_optimizer_options(options.optimizer);
+  optim::validate_optimizer_options(options.optimizer);
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);
   nlohmann::json json = train::to_json(estimate);

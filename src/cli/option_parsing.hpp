@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "hpctrain/train/optimizer_options.hpp"
+#include "hpctrain/optim/optimizer_options.hpp"
 
 namespace hpctrain::cli {
 
@@ -14,7 +14,7 @@ namespace po = boost::program_options;
 
 // The "Optimizer" flags (--optim and every optimizer's options), declared once for train and estimate-memory
 // (defined in train_command.cpp).
-po::options_description optimizer_group(train::OptimizerOptions& options);
+po::options_description optimizer_group(optim::OptimizerOptions& options);
 
 // Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
 // same keys (key = value lines). Returns false when help was printed (the caller returns 0).

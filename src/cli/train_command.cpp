@@ -8,7 +8,7 @@
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/stop_request.hpp"
 #include "hpctrain/dist/comm.hpp"
-#include "hpctrain/train/optimizer_options.hpp"
+#include "hpctrain/optim/optimizer_options.hpp"
 #include "hpctrain/train/trainer.hpp"
 #include "option_parsing.hpp"
 
@@ -78,11 +78,11 @@ po::options_description optimization_group(train::TrainOptions& o, Texts& t) {
 
 }  // namespace
 
-po::options_description optimizer_group(train::OptimizerOptions& o) {
+po::options_description optimizer_group(optim::OptimizerOptions& o) {
   po::options_description g("Optimizer");
   g.add_options()
       ("optim", po::value(&o.optim)->default_value(o.optim),
-       fmt::format("optimizer, Hugging Face Trainer's names: {}", fmt::join(train::optimizer_names(), " | ")).c_str())
+       fmt::format("optimizer, Hugging Face Trainer's names: {}", fmt::join(optim::optimizer_names(), " | ")).c_str())
       ("weight-decay", po::value(&o.weight_decay)->default_value(o.weight_decay), "not applied to biases and LayerNorm weights")
       ("adam-beta1", po::value(&o.adam_beta1)->default_value(o.adam_beta1, "0.9"), "AdamW beta1")
       ("adam-beta2", po::value(&o.adam_beta2)->default_value(o.adam_beta2), "AdamW beta2")

@@ -2,7 +2,7 @@
 // nlohmann's lexer reads one character at a time through an adapter (~50 MB/s); this scans runs of plain bytes.
 // Note [Flat JSON fast path]: it must accept only what nlohmann accepts and extract the same strings; anything
 // else (nested values, surrogate escapes it does not pair, numbers that could overflow a double, syntax errors)
-// returns false and the line goes through nlohmann, which also words the error. tests/sources/flat_json_test.cpp
+// returns false and the line goes through nlohmann, which also words the error. tests/data/flat_json_test.cpp
 // checks the two agree on valid, mutated and random lines.
 #pragma once
 

@@ -126,7 +126,7 @@ std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& f
   return loader;
 }
 
-std::unique_ptr<loader::ShardLoader> Accelerator::prepare(torch::nn::Module& model, Optimizer& optimizer, const fs::path& file,
+std::unique_ptr<loader::ShardLoader> Accelerator::prepare(torch::nn::Module& model, optim::Optimizer& optimizer, const fs::path& file,
                                                           loader::LoaderOptions options) {
   if (model_ == nullptr) prepare_model(model);
   HPCTRAIN_CHECK(model_ == &model, "Accelerator::prepare: another model was prepared before");
@@ -303,7 +303,7 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
         models::write_pretrained_files(*known, tmp, tokenizer_files_);
       else
         models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-      if (optimizer_ != nullptr) save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
+      if (optimizer_ != nullptr) optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
       if (const DynamicLossScaler* scaler = precision_.scaler())
         write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
       if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
@@ -337,7 +337,7 @@ void Accelerator::load_tensors(const fs::path& dir) {
     const fs::path file = dir / kOptimizerName;
     const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", file.string()), [&] {
       std::string note;
-      TensorMap read = read_optimizer_file(file, *optimizer_, &note);  // Note [Optimizer checkpoints]
+      TensorMap read = optim::read_optimizer_file(file, *optimizer_, &note);  // Note [Optimizer checkpoints]
       if (!note.empty()) log::warning("{}", note);
       return read;
     });

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 
 namespace hpctrain::train {
 
@@ -79,13 +79,13 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   check_positive(options.sequence_length, "--sequence-length");
   MemoryEstimate e;
   e.model_type = config.model_type();
-  e.optimizer = canonical_optimizer_name(options.optimizer.optim);
+  e.optimizer = optim::canonical_optimizer_name(options.optimizer.optim);
   e.precision = options.precision;
   for (const auto& [name, shape] : parameters) {
     int64_t numel = 1;
     for (const int64_t size : shape) numel *= size;
     e.parameter_count += numel;
-    e.optimizer_state += optimizer_state_bytes(options.optimizer, shape);
+    e.optimizer_state += optim::optimizer_state_bytes(options.optimizer, shape);
   }
   e.parameters = e.gradients = 4 * e.parameter_count;  // fp32 parameters and gradients
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;

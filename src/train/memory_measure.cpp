@@ -7,7 +7,7 @@
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "random_batch.hpp"
 
 namespace hpctrain::train {
@@ -43,7 +43,7 @@ MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstim
   {
     const auto model = models::from_config(config);
     accelerator.prepare_model(*model);
-    const auto optimizer = make_optimizer(options.optimizer, model->named_parameters().pairs());
+    const auto optimizer = optim::make_optimizer(options.optimizer, model->named_parameters().pairs());
     model->train();
     at::Tensor loss;
     {

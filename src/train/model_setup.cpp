@@ -15,7 +15,7 @@
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
 #include "hpctrain/tokenize/vocab.hpp"
 #include "hpctrain/train/compatibility.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -181,11 +181,11 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
   // from above by the state of one vector of all the parameters: factored or small tensors hold less).
-  const auto optimizer_state = [&](int64_t parameters) { return optimizer_state_bytes(options.optimizer, {parameters}); };
+  const auto optimizer_state = [&](int64_t parameters) { return optim::optimizer_state_bytes(options.optimizer, {parameters}); };
   // config.source() is the config.json file read (a preset has none: its name).
   models::check_model_fits_host(config, 2, options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
                                 fmt::format("training (weights, gradients, {} state)",
-                                            canonical_optimizer_name(options.optimizer.optim)),
+                                            optim::canonical_optimizer_name(options.optimizer.optim)),
                                 optimizer_state);
   torch::manual_seed(options.accelerator.seed);
   setup.model = models::from_config(config);

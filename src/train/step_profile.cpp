@@ -8,7 +8,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/train/accelerator.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/scaling_model.hpp"
 #include "random_batch.hpp"
 
@@ -38,7 +38,7 @@ StepProfile measure_step_profile(const io::HfConfig& config, const MemoryEstimat
   const models::ModelInputs inputs = random_token_batch(config, options);
   const auto model = models::from_config(config);
   accelerator.prepare_model(*model);
-  const auto optimizer = make_optimizer(options.optimizer, model->named_parameters().pairs());
+  const auto optimizer = optim::make_optimizer(options.optimizer, model->named_parameters().pairs());
   model->train();
   std::vector<double> forward, backward, step;
   for (int i = 0; i < warmup + steps; ++i) {

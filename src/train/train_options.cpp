@@ -53,7 +53,7 @@ void check_optimization(const TrainOptions& o) {
   check_positive(o.accelerator.gradient_accumulation_steps, "--gradient-accumulation-steps");
   check_finite(o.lr, "--lr");
   HPCTRAIN_CHECK(o.lr >= 0, "--lr {}: expected >= 0", o.lr);
-  validate_optimizer_options(o.optimizer);
+  optim::validate_optimizer_options(o.optimizer);
   HPCTRAIN_CHECK(o.warmup_ratio >= 0 && o.warmup_ratio < 1, "--warmup-ratio {}: expected 0 <= ratio < 1", o.warmup_ratio);
   check_not_negative(o.warmup_steps, "--warmup-steps", "use --warmup-ratio");
   HPCTRAIN_CHECK(!(o.warmup_steps > 0 && o.warmup_ratio > 0), "give --warmup-steps or --warmup-ratio, not both");
@@ -136,7 +136,7 @@ std::string optimizer_text_of(const TrainOptions& options) { return to_text(opti
 
 using O = TrainOptions;
 using A = AcceleratorOptions;
-using Opt = OptimizerOptions;
+using Opt = optim::OptimizerOptions;
 constexpr Agreement kValue = Agreement::value, kContent = Agreement::content, kRank0 = Agreement::rank0,
                     kPerRank = Agreement::per_rank;
 const OptionField kFields[] = {
@@ -208,7 +208,7 @@ const OptionField kFields[] = {
 };
 // TrainOptions::accelerator and TrainOptions::optimizer have one entry per member of AcceleratorOptions and
 // OptimizerOptions instead of one of their own.
-constexpr std::size_t kNestedFields = core::field_count<AcceleratorOptions>() + core::field_count<OptimizerOptions>();
+constexpr std::size_t kNestedFields = core::field_count<AcceleratorOptions>() + core::field_count<optim::OptimizerOptions>();
 static_assert(std::extent_v<decltype(kFields)> == core::field_count<TrainOptions>() - 2 + kNestedFields,
               "TrainOptions, AcceleratorOptions or OptimizerOptions gained or lost a member: give it an entry in "
               "kFields (flag and Agreement, Note [Agreed options])");

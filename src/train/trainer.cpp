@@ -49,7 +49,7 @@
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/objective.hpp"
 #include "hpctrain/train/resume_point.hpp"
@@ -57,8 +57,8 @@
 #include "hpctrain/train/time_limit.hpp"
 #include "hpctrain/train/trainer_state.hpp"
 #include "model_setup.hpp"
-#include "timeline.hpp"
-#include "training_log.hpp"
+#include "log/timeline.hpp"
+#include "log/training_log.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -105,7 +105,7 @@ struct Run {
   Accelerator acc;
   std::unique_ptr<data::DatasetReader> dataset;
   ModelSetup setup;
-  std::unique_ptr<Optimizer> optimizer;
+  std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<Objective> objective;  // the task (Note [Objectives])
   std::unique_ptr<loader::ShardLoader> train_loader, eval_loader;
   RunFolder folder;  // Note [One run per folder]: rank 0 holds its lock until the run ends
@@ -224,7 +224,7 @@ void Run::build(const ResumePoint& resume) {
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
-  optimizer = make_optimizer(options.optimizer, setup.model->named_parameters().pairs());
+  optimizer = optim::make_optimizer(options.optimizer, setup.model->named_parameters().pairs());
   acc.register_optimizer(*optimizer);
   if (resume.state) {
     acc.load_tensors(resume.dir);  // verified by find_resume_point

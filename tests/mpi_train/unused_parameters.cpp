@@ -13,7 +13,7 @@
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/train/accelerator.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 
 using namespace hpctrain;
 
@@ -43,7 +43,7 @@ int run(dist::Comm& comm) {
   torch::manual_seed(100 + static_cast<uint64_t>(comm.rank()));  // different init: the broadcast must fix it
   Net net;
   acc.prepare_model(net);
-  const auto optimizer = train::make_optimizer(train::OptimizerOptions{}, net.named_parameters().pairs());
+  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, net.named_parameters().pairs());
   acc.register_optimizer(*optimizer);
   for (int64_t micro = 0; micro < 8; ++micro) {
     const bool sync = acc.accumulate();

@@ -7,7 +7,7 @@
 // layers the model constructors register, overflow-checked in int64) and refuses a model whose fp32
 // parameters exceed the memory this process may still allocate, naming the dominant fields. `train`
 // checks again with what training holds (weights, gradients and the chosen optimizer's state: an upper
-// bound from optimizer_state_bytes, train/optimizer.hpp) before building. "May still allocate" counts every limit
+// bound from optimizer_state_bytes, optim/optimizer.hpp) before building. "May still allocate" counts every limit
 // (core::available_host_memory: MemAvailable, the cgroup limits, RLIMIT_AS and RLIMIT_DATA); an allocation that
 // fails anyway (the estimate leaves out LibTorch's per-tensor overhead) is an Error naming config.json and the limit.
 #pragma once

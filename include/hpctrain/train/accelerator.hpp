@@ -36,7 +36,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/loader/shard_loader.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
-#include "hpctrain/train/optimizer.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/precision.hpp"
 
 namespace hpctrain::train {
@@ -94,10 +94,10 @@ class Accelerator {
                                                                   loader::LoaderOptions options);
   // Accelerate's prepare(model, optimizer, data): prepare_model (when not done yet), registers the
   // optimizer for save_state/load_state (its state must live on device()), prepare_data.
-  [[nodiscard]] std::unique_ptr<loader::ShardLoader> prepare(torch::nn::Module& model, Optimizer& optimizer,
+  [[nodiscard]] std::unique_ptr<loader::ShardLoader> prepare(torch::nn::Module& model, optim::Optimizer& optimizer,
                                                              const std::filesystem::path& file,
                                                              loader::LoaderOptions options);
-  void register_optimizer(Optimizer& optimizer) { optimizer_ = &optimizer; }
+  void register_optimizer(optim::Optimizer& optimizer) { optimizer_ = &optimizer; }
 
   // Accelerate's autocast(): wrap forward and loss in it (`auto region = acc.autocast();`). Under bf16 the
   // matrix products run in bf16 on float32 weights (cast copies); LayerNorm, softmax and the loss stay fp32.
@@ -209,7 +209,7 @@ class Accelerator {
   bool unscaled_ = false, found_inf_ = false;  // this step's unscale_gradients()
   int threads_ = 1;
   torch::nn::Module* model_ = nullptr;
-  Optimizer* optimizer_ = nullptr;
+  optim::Optimizer* optimizer_ = nullptr;
   std::vector<at::Tensor> trainable_;
   std::unique_ptr<ddp::GradientReducer> reducer_;
   std::vector<std::filesystem::path> tokenizer_files_;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "hpctrain/io/hf_config.hpp"
-#include "hpctrain/train/optimizer_options.hpp"
+#include "hpctrain/optim/optimizer_options.hpp"
 
 namespace hpctrain::train {
 
@@ -22,7 +22,7 @@ struct MemoryEstimateOptions {
   std::string precision = "fp32";  // fp32 | bf16: the activations' dtype (parameters and gradients stay fp32)
   bool gradient_checkpointing = false;
   bool gradients_are_bucket_views = true;  // CPU: the reducer's buckets hold the gradients (no extra copy)
-  OptimizerOptions optimizer;
+  optim::OptimizerOptions optimizer;
 };
 
 // The activations of one transformer model, bytes.

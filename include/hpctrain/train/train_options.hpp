@@ -11,7 +11,7 @@
 
 #include "hpctrain/data/sampler.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
-#include "hpctrain/train/optimizer_options.hpp"
+#include "hpctrain/optim/optimizer_options.hpp"
 
 namespace hpctrain::train {
 
@@ -35,7 +35,7 @@ struct TrainOptions {
   int64_t batch_size = 8;                  // per rank, per micro-batch (examples)
   int64_t eval_batch_size = 0;             // per rank; 0 = batch_size
   double lr = 5e-5;                        // peak of the schedule (Adafactor with relative step: unused)
-  OptimizerOptions optimizer;              // --optim and its hyper-parameters (optimizer_options.hpp)
+  optim::OptimizerOptions optimizer;              // --optim and its hyper-parameters (optimizer_options.hpp)
   double warmup_ratio = 0.0;               // share of the total steps; used when warmup_steps == 0
   int64_t warmup_steps = 0;
   std::string lr_scheduler = "linear";     // linear | cosine | constant
@@ -69,7 +69,7 @@ struct TrainOptions {
   // DIR/examples-rank<R>.txt (padding duplicates and rows before a resume position excluded).
   std::filesystem::path trace_examples;
   // Chrome trace of the run (Trace Event Format; Perfetto, chrome://tracing): every rank's spans on rank 0's
-  // clock, written by rank 0 at the end (train/timeline.hpp). Agreed: on or off on every rank; "" = none.
+  // clock, written by rank 0 at the end (train/log/timeline.hpp). Agreed: on or off on every rank; "" = none.
   std::filesystem::path timeline;
   // Testing aid of loss scaling: "RANK:STEP", the rank whose gradients become inf in optimizer step STEP
   // (1-based) before they are averaged; "" = never.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes reference.safetensors, the golden file tests/io/test_golden.cpp reads.
+"""Writes reference.safetensors, the golden file tests/io/golden_test.cpp reads.
 
 Run from anywhere with the system Python (torch 1.13 + numpy; the `safetensors` package is not needed):
     /usr/bin/python3 tests/io/golden/make_safetensors.py

@@ -1,0 +1,124 @@
+// optim::Optimizer, the seam between training and update rules: the Accelerator, the trainer and custom
+// loops (examples/custom_loop.cpp) step, zero, save and load any optimizer through it. Implementations:
+// AdamW (adamw.hpp), Sgd (sgd.hpp), Adafactor (adafactor.hpp); make_optimizer builds one from
+// OptimizerOptions (optimizer_options.hpp) by Hugging Face Trainer's --optim name.
+//
+// Parameter groups are the interface's, not an implementation's: weight_decay_groups() puts biases and
+// LayerNorm weights in a group without weight decay (as Hugging Face's Trainer), and every update rule
+// reads each parameter's weight decay from its group. State is named by parameter name, so a checkpoint
+// (optimizer.safetensors) fits any number of ranks.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hpctrain/optim/optimizer_options.hpp"
+
+namespace hpctrain::optim {
+
+using NamedParameters = std::vector<std::pair<std::string, at::Tensor>>;
+using OptimizerState = std::map<std::string, at::Tensor>;  // state tensor name -> tensor
+
+// True for the parameters Hugging Face's Trainer excludes from weight decay: biases and LayerNorm weights.
+[[nodiscard]] bool excluded_from_weight_decay(const std::string& name);
+
+struct ParameterGroup {
+  std::string name;           // "decay", "no_decay", or a custom loop's own
+  double weight_decay = 0.0;  // of every parameter in the group
+  NamedParameters parameters;
+};
+// Hugging Face Trainer's two groups: "decay" (weight_decay) and "no_decay" (biases, LayerNorm weights: 0),
+// each in the order of `named`; an empty group is left out.
+[[nodiscard]] std::vector<ParameterGroup> weight_decay_groups(const NamedParameters& named, double weight_decay);
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update with learning rate `lr` (the schedule's value; an optimizer with its own step size, such as
+  // Adafactor with relative_step, ignores it) from the parameters' current .grad. A parameter without a
+  // gradient is left untouched, as torch does. Runs without autograd recording.
+  void step(double lr);
+  // Zeroes every parameter's gradient in place (Accelerator::zero_grad sets them to none instead).
+  void zero_grad();
+  // step() calls so far (restored by load_state_dict).
+  [[nodiscard]] int64_t steps() const { return steps_; }
+
+  // The type tag written into checkpoints: Hugging Face's --optim name ("adamw_torch", "sgd", ...).
+  [[nodiscard]] virtual std::string type() const = 0;
+  // The hyper-parameters that shape the update (not the learning rate), as a small JSON object.
+  [[nodiscard]] virtual nlohmann::json hyperparameters() const = 0;
+
+  // The state as named tensors: the implementation's per-parameter tensors (on the parameters' device)
+  // plus "step" (CPU int64 scalar). The tensors are the live state: copy them to keep a snapshot.
+  [[nodiscard]] OptimizerState state_dict() const;
+  // Strict: check_state_dict(state, "optimizer state"), then the values are copied in.
+  void load_state_dict(const OptimizerState& state);
+  // Whether `state` can be this optimizer's (Note [Optimizer state checks]): every state tensor and "step"
+  // present with its shape and dtype, none unexpected, every value finite, counts and the magnitudes
+  // (second moments, absmax) >= 0. One Error naming `source` (the file) and every problem by tensor,
+  // expected and actual.
+  void check_state_dict(const OptimizerState& state, const std::string& source) const;
+  // Bytes of the state tensors (what state_dict() holds besides "step").
+  [[nodiscard]] virtual int64_t state_bytes() const;
+
+  [[nodiscard]] const std::vector<ParameterGroup>& parameter_groups() const { return groups_; }
+
+ protected:
+  explicit Optimizer(std::vector<ParameterGroup> groups);
+
+  struct Parameter {
+    std::string name;
+    at::Tensor tensor;
+    double weight_decay = 0.0;  // its group's
+  };
+  // Every parameter of every group, in group order.
+  [[nodiscard]] const std::vector<Parameter>& parameters() const { return parameters_; }
+
+  // The update of step steps() (already counted) for every parameter with a gradient.
+  virtual void update(double lr) = 0;
+  // The live per-parameter state tensors, by name ("step" is the base's).
+  [[nodiscard]] virtual OptimizerState state_tensors() const = 0;
+  // The kinds of state tensor (a name up to its first '.') that hold magnitudes, such as second moments
+  // and absmax: check_state_dict refuses negative values in them. Integer state (counts, 8-bit codes)
+  // is always checked >= 0, floating state finite.
+  [[nodiscard]] virtual std::set<std::string> non_negative_state() const { return {}; }
+
+ private:
+  std::vector<ParameterGroup> groups_;
+  std::vector<Parameter> parameters_;
+  int64_t steps_ = 0;
+};
+
+// ---- optimizer.safetensors (Note [Optimizer checkpoints]) ----
+// The file's __metadata__: {"format": "pt", "optimizer": type(), "optimizer_hyperparameters": JSON text of
+// hyperparameters() plus each group's weight decay}.
+[[nodiscard]] std::map<std::string, std::string> optimizer_file_metadata(const Optimizer& optimizer);
+// Writes state_dict() (CPU copies) with that metadata, atomically.
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer);
+// Reads `path` for `optimizer`: Error naming the file and both optimizers when it holds another optimizer's
+// state (a file without the tag, written before tags existed, holds AdamW's), and naming the file and the
+// tensor when check_state_dict refuses it. `note` receives a line when the hyper-parameters differ from the
+// file's (the run's apply). Load with load_state_dict.
+[[nodiscard]] OptimizerState read_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer,
+                                                 std::string* note = nullptr);
+
+// The optimizer `options.optim` names (an alias resolved), over weight_decay_groups(named, weight_decay).
+// Error naming --optim and listing the names when it is unknown; validate_optimizer_options first.
+[[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named);
+// Bytes of state the optimizer `options.optim` names keeps for one fp32 parameter of `shape` (what its
+// state_bytes() adds up, without building it): estimate-memory's optimizer row.
+[[nodiscard]] int64_t optimizer_state_bytes(const OptimizerOptions& options, const std::vector<int64_t>& shape);
+
+}  // namespace hpctrain::optim

@@ -1,1 +1,0 @@
-hpctrain_test_binary(sources LIBS hpctrain_base ZLIB::ZLIB)
