@@ -19,6 +19,7 @@ packages=(
   libhdf5-dev libhdf5-103-1 libhdf5-cpp-103-1 libhdf5-hl-100 libsz2 libaec0 libcurl3-gnutls
   libboost1.74-dev libboost-program-options1.74-dev libboost-program-options1.74.0
   libboost-test1.74-dev libboost-test1.74.0 libfmt-dev libfmt9 nlohmann-json3-dev libutf8proc-dev libutf8proc2
+  libpcre2-dev libpcre2-8-0 libpcre2-16-0 libpcre2-32-0 libpcre2-posix3
   zlib1g-dev pkgconf libpkgconf3 pkgconf-bin
 )
 

@@ -12,7 +12,7 @@ fi
 build_packages=(build-essential cmake ninja-build pkg-config git
   libopenmpi-dev openmpi-bin libhdf5-dev libtorch-dev
   libboost-program-options-dev libboost-test-dev libfmt-dev nlohmann-json3-dev
-  libutf8proc-dev zlib1g-dev
+  libutf8proc-dev libpcre2-dev zlib1g-dev
   # OpenBLAS with OpenMP: ~18x faster fp32 GEMM than Debian's default reference BLAS.
   libopenblas0-openmp)
 # Data: the default text dataset (fortunes) and the documented image example (Fashion-MNIST).
