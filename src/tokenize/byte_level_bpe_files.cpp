@@ -23,24 +23,6 @@ void require_neutral(const JsonObject& object, const std::string& field, const s
   if (!neutral) object.fail_field(field, "null (" + why + ")", value);
 }
 
-Vocab read_vocab(const JsonObject& model) {
-  const JsonObject vocab = model.object("vocab");
-  const size_t size = vocab.json().size();  // ids in [0, size) without duplicates leave no gaps
-  std::vector<std::string> tokens(size);
-  for (const auto& [token, id_json] : vocab.json().items()) {
-    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || size_t(id_json.get<int64_t>()) >= size) {
-      vocab.fail_field(token, fmt::format("an id in [0, {})", size), id_json);
-    }
-    std::string& slot = tokens[size_t(id_json.get<int64_t>())];
-    if (!slot.empty()) {
-      fail("{}: field '{}': tokens '{}' and '{}' have the same id {}", vocab.file(), vocab.path(), slot, token,
-           id_json.get<int64_t>());
-    }
-    slot = token;
-  }
-  return Vocab::from_tokens(std::move(tokens), vocab.file() + ": field '" + vocab.path() + "'");
-}
-
 // merges: "left right" strings (tokenizers < 0.20) or ["left", "right"] pairs (newer).
 std::vector<std::pair<std::string, std::string>> read_merges(const JsonObject& model) {
   const auto& merges = model.array("merges");
@@ -76,7 +58,7 @@ Bpe read_model(const JsonObject& root) {
   if (model.has("unk_token")) options.unk_token = model.required_string("unk_token");
   options.fuse_unk = model.get_bool("fuse_unk", false);
   options.ignore_merges = model.get_bool("ignore_merges", false);
-  Vocab vocab = read_vocab(model);
+  Vocab vocab = read_model_vocab(model);
   if (options.unk_token && !vocab.find(*options.unk_token)) {
     model.fail_field("unk_token", "a token of model.vocab", *options.unk_token);
   }

@@ -2,10 +2,15 @@
 #include "tokenize/json_fields.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/tokenize/vocab.hpp"
+
+#include <fmt/format.h>
 
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <string>
+#include <vector>
 
 namespace hpctrain::tokenize::detail {
 namespace {
@@ -113,6 +118,25 @@ const nlohmann::json& JsonObject::array(const std::string& field) const {
   const auto& value = at(field);
   if (!value.is_array()) fail_field(field, "a JSON array", value);
   return value;
+}
+
+Vocab read_model_vocab(const JsonObject& model) {
+  const JsonObject vocab = model.object("vocab");
+  // ids in [0, size) without duplicates leave no gaps.
+  const size_t size = vocab.json().size();
+  std::vector<std::string> tokens(size);
+  for (const auto& [token, id_json] : vocab.json().items()) {
+    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || size_t(id_json.get<int64_t>()) >= size) {
+      vocab.fail_field(token, fmt::format("an id in [0, {})", size), id_json);
+    }
+    std::string& slot = tokens[size_t(id_json.get<int64_t>())];
+    if (!slot.empty()) {
+      fail("{}: field '{}': tokens '{}' and '{}' have the same id {}", vocab.file(), vocab.path(), slot, token,
+           id_json.get<int64_t>());
+    }
+    slot = token;
+  }
+  return Vocab::from_tokens(std::move(tokens), vocab.file() + ": field '" + vocab.path() + "'");
 }
 
 }  // namespace hpctrain::tokenize::detail

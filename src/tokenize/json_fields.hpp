@@ -9,6 +9,10 @@
 #include <optional>
 #include <string>
 
+namespace hpctrain::tokenize {
+class Vocab;
+}
+
 namespace hpctrain::tokenize::detail {
 
 // Parses a JSON file; throws hpctrain::Error naming the file on I/O or syntax errors.
@@ -43,5 +47,9 @@ class JsonObject {
   std::string file_;
   std::string path_;
 };
+
+// tokenizer.json's model.vocab ({"token": id}): every id in [0, size) exactly once, else an Error naming the
+// file, the field and the token (WordPiece and BPE models alike).
+[[nodiscard]] Vocab read_model_vocab(const JsonObject& model);
 
 }  // namespace hpctrain::tokenize::detail

@@ -46,25 +46,6 @@ void apply_tokenizer_config(const JsonObject& root, TokenizerConfig& config) {
   }
 }
 
-Vocab read_model_vocab(const JsonObject& model) {
-  const JsonObject vocab = model.object("vocab");
-  // ids in [0, size) without duplicates leave no gaps.
-  const size_t size = vocab.json().size();
-  std::vector<std::string> tokens(size);
-  for (const auto& [token, id_json] : vocab.json().items()) {
-    if (!id_json.is_number_integer() || id_json.get<int64_t>() < 0 || size_t(id_json.get<int64_t>()) >= size) {
-      vocab.fail_field(token, fmt::format("an id in [0, {})", size), id_json);
-    }
-    std::string& slot = tokens[size_t(id_json.get<int64_t>())];
-    if (!slot.empty()) {
-      fail("{}: field '{}': tokens '{}' and '{}' have the same id {}", vocab.file(), vocab.path(), slot, token,
-           id_json.get<int64_t>());
-    }
-    slot = token;
-  }
-  return Vocab::from_tokens(std::move(tokens), vocab.file() + ": field '" + vocab.path() + "'");
-}
-
 // Serializes a TemplateProcessing template as "[CLS]:0 $A:0 [SEP]:0".
 std::string template_text(const JsonObject& processor, const std::string& field) {
   std::string text;
