@@ -9,9 +9,7 @@ build_dir=${HPCTRAIN_BUILD_DIR:-build}
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 launcher=()
-# The sloppiness ccache needs to cache compiles that use a precompiled header (Note [Precompiled headers]).
-command -v ccache >/dev/null &&
-  launcher=("-DCMAKE_CXX_COMPILER_LAUNCHER=env;CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime;ccache")
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 read -r -a extra <<<"${HPCTRAIN_CMAKE_ARGS:-}"
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${HPCTRAIN_BUILD_TYPE:-Release} "${extra[@]}"
