@@ -17,7 +17,7 @@
 namespace hpctrain::cli {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kBenchPredictUsage =
     "hpctrain bench predict --model-config FILE [--batch-size N] [--sequence-length L] [--threads T] [--steps S]\n"
     "    [--forward-ms F --backward-ms B --optimizer-ms O] (--comm-json FILE | --latency-us A --link-gbps G)\n"
     "    [--nodes N] [--gpus-per-node G] [--overlap on|off] [--json]";
@@ -155,9 +155,9 @@ void check_args(const PredictArgs& a, const train::MemoryEstimateOptions& o) {
 int bench_predict_command(const Args& args) {
   PredictArgs a;
   train::MemoryEstimateOptions o;
-  po::options_description all(kUsage);
+  po::options_description all(kBenchPredictUsage);
   po::variables_map values;
-  if (!parse_options(args, kUsage, all.add(predict_options(a, o)).add(optimizer_group(o.optimizer)), values)) return 0;
+  if (!parse_options(args, kBenchPredictUsage, all.add(predict_options(a, o)).add(optimizer_group(o.optimizer)), values)) return 0;
   check_args(a, o);
   const io::HfConfig config = io::HfConfig::load(a.model_config);
   train::ScalingInputs in;

@@ -28,7 +28,7 @@ extern char** environ;
 namespace hpctrain::cli {
 namespace {
 
-constexpr const char* kUsage = "hpctrain env [--json] [--threads N] [--device auto|cpu|cuda]   (mpirun -np N ok)";
+constexpr const char* kEnvUsage = "hpctrain env [--json] [--threads N] [--device auto|cpu|cuda]   (mpirun -np N ok)";
 
 struct EnvArgs {
   bool json = false;
@@ -167,13 +167,13 @@ void print_ranks(const nlohmann::json& ranks) {
 
 int env_command(const Args& args, dist::Comm& comm) {
   EnvArgs a;
-  po::options_description options(kUsage);
+  po::options_description options(kEnvUsage);
   options.add_options()
       ("json", po::bool_switch(&a.json), "print JSON instead of the table")
       ("threads", po::value(&a.threads)->default_value(0), "CPU threads per rank to report (0: cores on the node / ranks on it)")
       ("device", po::value(&a.device)->default_value(a.device), "auto | cpu | cuda: the device each rank would train on");
   po::variables_map values;
-  if (!parse_options(args, kUsage, options, values)) return 0;
+  if (!parse_options(args, kEnvUsage, options, values)) return 0;
   nlohmann::json row;
   dist::run_collectively(comm, "hpctrain env: this rank's row", [&] { row = rank_row(a, comm); });
   nlohmann::json ranks = nlohmann::json::array();

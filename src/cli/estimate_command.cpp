@@ -16,7 +16,7 @@
 namespace hpctrain::cli {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
     "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--json] [--measure]";
 
@@ -67,10 +67,10 @@ bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredSte
 int estimate_memory_command(const Args& args) {
   EstimateArgs a;
   train::MemoryEstimateOptions options;
-  po::options_description all(kUsage);
+  po::options_description all(kEstimateUsage);
   all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer));
   po::variables_map values;
-  if (!parse_options(args, kUsage, all, values)) return 0;
+  if (!parse_options(args, kEstimateUsage, all, values)) return 0;
   optim::validate_optimizer_options(options.optimizer);
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);

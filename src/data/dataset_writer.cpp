@@ -28,7 +28,7 @@ struct TextColumns {
 };
 
 // The split being written: its datasets stay open between appends.
-struct OpenSplit {
+struct WriterSplit {
   std::string name;
   bool is_text = true;
   bool has_pairs = false;
@@ -74,7 +74,7 @@ struct DatasetWriter::State {
   int64_t vocab_size = 0;
   h5::Handle file;
   std::set<std::string> written_splits;
-  std::optional<OpenSplit> split;
+  std::optional<WriterSplit> split;
   std::shared_ptr<h5::ChunkEncoder> encoder;  // text splits' chunks (Note [Parallel chunk compression])
   bool committed = false;
 
@@ -181,7 +181,7 @@ void DatasetWriter::write_image_split(const std::string& split, const ImageExamp
 
 void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pairs) {
   state_->begin_split(split_name, /*is_text=*/true);
-  OpenSplit& split = *state_->split;
+  WriterSplit& split = *state_->split;
   split.has_pairs = has_pairs;
   const h5::Id group = split.group.get();
   const WriterOptions& options = state_->options;
@@ -201,7 +201,7 @@ void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pai
 
 void DatasetWriter::append_text(const TextExamples& piece) {
   HPCTRAIN_CHECK(state_->split && state_->split->is_text, "append_text without begin_text_split");
-  OpenSplit& split = *state_->split;
+  WriterSplit& split = *state_->split;
   const std::string what = fmt::format("split '{}', examples from {}", split.name, split.num_examples);
   piece.check_consistent(what.c_str());
   HPCTRAIN_CHECK(split.has_pairs == piece.has_token_type_ids() || piece.num_tokens() == 0,
@@ -226,7 +226,7 @@ void DatasetWriter::begin_image_split(const std::string& split_name, int64_t cha
   HPCTRAIN_CHECK(channels > 0 && height > 0 && width > 0, "split '{}': image shape [{}, {}, {}] must be positive",
                  split_name, channels, height, width);
   state_->begin_split(split_name, /*is_text=*/false);
-  OpenSplit& split = *state_->split;
+  WriterSplit& split = *state_->split;
   split.channels = channels;
   split.height = height;
   split.width = width;
@@ -244,7 +244,7 @@ void DatasetWriter::begin_image_split(const std::string& split_name, int64_t cha
 
 void DatasetWriter::append_images(const ImageExamples& piece) {
   HPCTRAIN_CHECK(state_->split && !state_->split->is_text, "append_images without begin_image_split");
-  OpenSplit& split = *state_->split;
+  WriterSplit& split = *state_->split;
   const std::string what = fmt::format("split '{}', images from {}", split.name, split.num_examples);
   piece.check_consistent(what.c_str());
   HPCTRAIN_CHECK(piece.channels == split.channels && piece.height == split.height && piece.width == split.width,
@@ -273,7 +273,7 @@ void DatasetWriter::append_images(const ImageExamples& piece) {
 
 void DatasetWriter::end_split() {
   HPCTRAIN_CHECK(state_->split, "end_split without an open split");
-  OpenSplit& split = *state_->split;
+  WriterSplit& split = *state_->split;
   HPCTRAIN_CHECK(split.num_examples > 0, "{}: split '{}' has no examples; leave it out instead",
                  state_->final_path.string(), split.name);
   if (split.text) split.text->finish();

@@ -1,2 +1,2 @@
 # io: safetensors files, Hugging Face weight folders and config.json (torch-free).
-hpctrain_test_binary(io LIBS hpctrain_base)
+hpctrain_test_binary(io LIBS hpctrain_base SEPARATE golden_test.cpp)

@@ -1,1 +1,1 @@
-hpctrain_test_binary(tokenize LIBS hpctrain_base)
+hpctrain_test_binary(tokenize LIBS hpctrain_base SEPARATE bpe_loading_test.cpp)
