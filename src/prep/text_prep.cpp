@@ -18,20 +18,14 @@
 // and after are identical and their dataset identity does not change.
 #include "hpctrain/prep/text_prep.hpp"
 
-#include <unistd.h>
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
-#include "hpctrain/core/cpu_info.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/core/span.hpp"
-#include "hpctrain/data/byte_source.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/prep/labels.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
