@@ -120,6 +120,8 @@ grep -q "task        causal-lm" "$WORK/out" && grep -q "labels      none" "$WORK
 expect_failure "train refuses a causal-lm file" "causal-lm datasets need a causal LM model and objective, which are not supported yet" \
   "$HPCTRAIN" train --model-config preset:distilbert-tiny --data "$WORK/gpt2.h5" --output "$WORK/run"
 [[ ! -e "$WORK/run" ]] && ok "train left no run folder" || bad "train created $WORK/run"
+expect_failure "eval refuses a causal-lm file" "causal-lm datasets need a causal LM model and objective" \
+  "$HPCTRAIN" eval --model "$WORK/no-model" --data "$WORK/gpt2.h5"
 
 leftovers=$(ls "$WORK" | grep -c '\.prep-\|\.tmp\.' || true)
 [[ "$leftovers" == 0 ]] && ok "no token streams, buckets or temporaries left" || bad "temporaries left: $(ls "$WORK")"
