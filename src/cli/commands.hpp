@@ -15,6 +15,7 @@ using Args = std::vector<std::string>;
 
 // Distributed too: under mpirun every rank tokenizes its part of the inputs (Note [Prep at corpus scale]).
 int prep_text_command(const Args& args, const std::string& command_line, dist::Comm& comm);
+int prep_lm_command(const Args& args, const std::string& command_line, dist::Comm& comm);
 int prep_images_command(const Args& args, const std::string& command_line);
 int inspect_command(const Args& args);
 // `hpctrain estimate-memory`: the memory of one training step per rank, estimated (and --measure'd).

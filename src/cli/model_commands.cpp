@@ -74,6 +74,7 @@ void agree_on_options(const ModelDataOptions& options, dist::Comm& comm, const c
   train::RunDescription mine;
   dist::run_collectively(comm, "describing the run for the ranks' agreement", [&] {
     const data::DatasetReader dataset(options.data);
+    (void)train::make_objective(dataset);  // a task without an objective (causal-lm) fails before the model loads
     mine = describe(options, dataset);
   });
   train::agree_across_ranks(comm, mine, fmt::format("the options of `hpctrain {}` and its dataset", command));

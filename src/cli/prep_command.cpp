@@ -1,4 +1,4 @@
-// `hpctrain prep text|images`: option descriptions → typed option structs → the prep library.
+// `hpctrain prep text|lm|images`: option descriptions → typed option structs → the prep library.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -11,6 +11,7 @@
 #include "hpctrain/io/output_check.hpp"
 #include "hpctrain/prep/image_prep.hpp"
 #include "hpctrain/prep/labels.hpp"
+#include "hpctrain/prep/lm_prep.hpp"
 #include "hpctrain/prep/text_prep.hpp"
 #include "option_parsing.hpp"
 
@@ -41,7 +42,92 @@ void print_report(const prep::TextPrepOptions& options, const prep::TextPrepRepo
                  report.rows_with_invalid_utf8);
 }
 
+void print_report(const prep::LmPrepOptions& options, const prep::LmPrepReport& report) {
+  log::info("wrote {} ({}) in {}", options.output.string(),
+            options.packing ? fmt::format("rows of {} tokens", report.row_length)
+                            : fmt::format("one row per document, at most {} tokens", report.row_length),
+            format_duration(report.seconds));
+  std::string phases;
+  for (const auto& [name, seconds] : report.phases) phases += fmt::format("{}{} {:.1f} s", phases.empty() ? "" : ", ", name, seconds);
+  if (!phases.empty()) log::info("  phases (rank 0): {}", phases);
+  for (const auto& split : report.splits) {
+    log::info("  {}: {} documents ({} tokens) -> {} rows ({} tokens)", split.name, split.documents,
+              split.document_tokens, split.rows, split.tokens);
+    if (options.packing && split.document_tokens > split.tokens)
+      log::info("    the last {} tokens did not fill a row and were dropped", split.document_tokens - split.tokens);
+  }
+  if (report.truncated > 0) log::info("  {} documents were cut to {} tokens", report.truncated, report.row_length);
+  for (const auto& [reason, count] : report.skipped) log::warning("skipped {} rows: {}", count, reason);
+  if (report.rows_with_invalid_utf8 > 0)
+    log::warning("{} rows held invalid UTF-8; each invalid byte sequence was read as U+FFFD", report.rows_with_invalid_utf8);
+}
+
+// The options of `prep lm` (docs: README "Preparing data", docs/hdf5-format.md "causal-lm").
+struct LmOptionText {
+  std::vector<std::string> inputs;
+  std::string validation_input, tokenizer, output, packing = "group", compression;
+  double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
+};
+
+po::options_description lm_options(prep::LmPrepOptions& options, LmOptionText& text) {
+  po::options_description data_options("Input");
+  data_options.add_options()
+      ("input", po::value(&text.inputs)->required()->multitoken(), "documents: .csv, .tsv or .jsonl, optionally .gz; several files are concatenated in this order")
+      ("validation-input", po::value(&text.validation_input), "a separate validation file (instead of --validation-fraction)")
+      ("text-field", po::value(&options.text_field)->default_value(options.text_field), "column or key of a document's text")
+      ("skip-invalid", po::bool_switch(&options.skip_invalid), "skip bad rows and report counts by reason");
+  po::options_description tokenizer_options("Tokenizer and rows");
+  tokenizer_options.add_options()
+      ("tokenizer", po::value(&text.tokenizer)->required(), "Hugging Face folder with a byte-level BPE tokenizer.json and tokenizer_config.json (its eos_token ends every document)")
+      ("block-size", po::value(&options.block_size)->default_value(0), "tokens per packed row (0: min(1024, model_max_length), as run_clm)")
+      ("packing", po::value(&text.packing)->default_value(text.packing), "group: documents concatenated and cut into rows of --block-size tokens, the rest dropped; none: one row per document")
+      ("max-length", po::value(&options.max_length)->default_value(0), "--packing none: a document's first N tokens (0: as --block-size)");
+  po::options_description output_options("Output");
+  output_options.add_options()
+      ("output", po::value(&text.output)->required(), "the HDF5 file to write")
+      ("validation-fraction", po::value(&options.validation_fraction)->default_value(0.0), "share of the documents held out (split before packing, seeded)")
+      ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the split and of the one shuffle of the rows")
+      ("compression", po::value(&text.compression)->default_value(text.compression), "none | gzip")
+      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing output file")
+      ("threads", po::value(&options.threads)->default_value(0), "tokenizer threads per rank (0: the node's cores / its ranks)")
+      ("memory-mb", po::value(&options.memory_mb)->default_value(options.memory_mb), "memory per rank for documents and rows, MiB (beyond the program's own ~100 MiB)");
+  output_options.add_options()
+      ("collective-timeout", po::value(&text.collective_timeout)->default_value(text.collective_timeout),
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
+      ("no-progress", "no progress bar");
+  po::options_description all;
+  all.add(data_options).add(tokenizer_options).add(output_options);
+  return all;
+}
+
 }  // namespace
+
+int prep_lm_command(const Args& args, const std::string& command_line, dist::Comm& comm) {
+  prep::LmPrepOptions options;
+  LmOptionText text;
+  text.compression = compression_name(options.compression);
+  po::options_description all = lm_options(options, text);
+  po::variables_map values;
+  if (!parse_options(args, "hpctrain prep lm --input FILE... --tokenizer DIR --output FILE.h5 [options]", all, values)) return 0;
+  HPCTRAIN_CHECK(text.packing == "group" || text.packing == "none", "--packing '{}': expected group or none", text.packing);
+  options.packing = text.packing == "group";
+  for (const auto& input : text.inputs) options.inputs.emplace_back(input);
+  options.validation_input = text.validation_input;
+  options.tokenizer_dir = text.tokenizer;
+  options.compression = data::parse_compression(text.compression);
+  options.progress = values.count("no-progress") == 0;
+  options.created_by = command_line;
+  std::vector<std::filesystem::path> inputs = io::files_in(options.tokenizer_dir);
+  inputs.insert(inputs.end(), options.inputs.begin(), options.inputs.end());
+  inputs.push_back(options.validation_input);
+  options.output = io::check_output_file(text.output, inputs, options.overwrite);
+  HPCTRAIN_CHECK(text.collective_timeout >= 0 && text.collective_timeout <= 1e9,
+                 "--collective-timeout {}: expected seconds >= 0 (0 = off)", text.collective_timeout);
+  comm.set_collective_timeout(text.collective_timeout);
+  const auto report = prep::prep_lm(options, comm);
+  if (comm.rank() == 0) print_report(options, report);
+  return 0;
+}
 
 int prep_text_command(const Args& args, const std::string& command_line, dist::Comm& comm) {
   prep::TextPrepOptions options;

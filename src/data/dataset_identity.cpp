@@ -25,7 +25,7 @@ void hash_split(Sha256& hash, const DatasetReader& reader, const SplitInfo& info
                           info.has_token_type_ids, info.channels, info.height, info.width, fmt::join(info.mean, ","),
                           fmt::join(info.std, ",")));
   const int64_t first = std::min(info.num_examples, kDigestExamples);
-  if (reader.task() == Task::text_classification) {
+  if (is_text_task(reader.task())) {
     const TextExamples text = reader.read_text(info.name, 0, first);
     hash_values(hash, text.input_ids), hash_values(hash, text.offsets), hash_values(hash, text.labels);
     hash_values(hash, text.token_type_ids);

@@ -205,10 +205,12 @@ void DatasetReader::Impl::read_root_attributes() {
 
   const std::string labels_text = h5::read_string_attribute(root, schema::kAttrLabelNames);
   const auto labels = nlohmann::json::parse(labels_text, nullptr, /*allow_exceptions=*/false);
-  bool labels_ok = labels.is_array() && !labels.empty();
+  // A causal-lm file has no labels: its label_names is "[]".
+  bool labels_ok = labels.is_array() && labels.empty() != has_labels(task);
   for (const auto& label : labels) labels_ok = labels_ok && label.is_string();
-  HPCTRAIN_CHECK(labels_ok, "{}: attribute '{}': expected a non-empty JSON array of strings, got '{}'", where,
-                 schema::kAttrLabelNames, labels_text);
+  HPCTRAIN_CHECK(labels_ok, "{}: attribute '{}': expected {}, got '{}'", where, schema::kAttrLabelNames,
+                 has_labels(task) ? "a non-empty JSON array of strings" : "[] (a causal-lm file has no labels)",
+                 labels_text);
   label_names = labels.get<std::vector<std::string>>();
 
   if (h5::has_attribute(root, schema::kAttrTokenizer)) {
@@ -217,7 +219,7 @@ void DatasetReader::Impl::read_root_attributes() {
     HPCTRAIN_CHECK(tokenizer.is_object(), "{}: attribute '{}': expected a JSON object, got '{}'", where,
                    schema::kAttrTokenizer, text);
   }
-  if (task == Task::text_classification) {
+  if (is_text_task(task)) {
     const auto size = tokenizer.value("vocab_size", nlohmann::json());
     HPCTRAIN_CHECK(size.is_number_integer() && size.get<int64_t>() > 0,
                    "{}: attribute '{}' needs a positive integer vocab_size for a text task, got {}", where,
@@ -249,9 +251,9 @@ OpenSplit DatasetReader::Impl::open_split(const std::string& name) const {
   HPCTRAIN_CHECK(split.info.num_examples >= 0, "{}: attribute {} = {}: expected >= 0", split.where,
                  schema::kAttrNumExamples, split.info.num_examples);
   const int64_t n = split.info.num_examples;
-  split.labels = open_checked(split, schema::kLabels, h5::Type::i64, {n});
+  if (has_labels(task)) split.labels = open_checked(split, schema::kLabels, h5::Type::i64, {n});
   split.source_index = open_checked(split, schema::kSourceIndex, h5::Type::i64, {n});
-  if (task == Task::text_classification) {
+  if (is_text_task(task)) {
     open_text(split);
   } else {
     open_images(split);
@@ -309,10 +311,14 @@ TextExamples DatasetReader::Impl::read_text(const OpenSplit& split, int64_t begi
   for (size_t k = 0; k < absolute.size(); ++k) text.offsets[k] = absolute[k] - first_token;
   text.input_ids = read_vector<int32_t>(split.input_ids, first_token, end_token);
   if (split.info.has_token_type_ids) text.token_type_ids = read_vector<uint8_t>(split.token_type_ids, first_token, end_token);
-  text.labels = read_vector<int64_t>(split.labels, begin, end);
   text.source_index = read_vector<int64_t>(split.source_index, begin, end);
   check_tokens(split, text, absolute, begin, vocab_size);
-  check_labels(split, text.labels, begin, static_cast<int64_t>(label_names.size()));
+  if (has_labels(task)) {
+    text.labels = read_vector<int64_t>(split.labels, begin, end);
+    check_labels(split, text.labels, begin, static_cast<int64_t>(label_names.size()));
+  } else {
+    text.labels.assign(static_cast<size_t>(end - begin), kNoLabel);
+  }
   check_source_index(split, text.source_index, begin);
   return text;
 }
@@ -372,14 +378,14 @@ void DatasetReader::validate_split(const std::string& split) const {
 void DatasetReader::validate_examples(const std::string& split_name, int64_t begin, int64_t end) const {
   const OpenSplit& split = impl_->split(split_name);
   check_range(split, begin, end);
-  const int64_t piece = impl_->task == Task::text_classification
-                            ? kValidateExamples
+  const bool text = is_text_task(impl_->task);
+  const int64_t piece = text ? kValidateExamples
                             : std::max<int64_t>(1, kValidateImageBytes / (split.info.channels * split.info.height *
                                                                            split.info.width));
   // Pieces overlap in one offset, so monotonicity is checked across piece boundaries too.
   for (int64_t first = begin; first < end; first += piece) {
     const int64_t last = std::min(end, first + piece);
-    if (impl_->task == Task::text_classification) {
+    if (text) {
       (void)impl_->read_text(split, first, last);
     } else {
       (void)impl_->read_images(split, first, last);
@@ -411,6 +417,7 @@ ImageExamples DatasetReader::read_image_indices(const std::string& split_name, c
 
 std::vector<int64_t> DatasetReader::read_labels(const std::string& split_name, int64_t begin, int64_t end) const {
   const OpenSplit& split = impl_->split(split_name);
+  HPCTRAIN_CHECK(has_labels(impl_->task), "{}: a {} file has no labels", split.where, to_string(impl_->task));
   check_range(split, begin, end);
   std::vector<int64_t> labels = read_vector<int64_t>(split.labels, begin, end);
   check_labels(split, labels, begin, num_labels());
@@ -427,7 +434,7 @@ std::vector<int64_t> DatasetReader::read_source_index(const std::string& split_n
 
 std::vector<int64_t> DatasetReader::read_lengths(const std::string& split_name) const {
   const OpenSplit& split = impl_->split(split_name);
-  HPCTRAIN_CHECK(impl_->task == Task::text_classification, "{}: read_lengths needs a text split", split.where);
+  HPCTRAIN_CHECK(is_text_task(impl_->task), "{}: read_lengths needs a text split", split.where);
   const int64_t n = split.info.num_examples;
   std::vector<int64_t> lengths;
   lengths.reserve(static_cast<size_t>(n));
@@ -442,7 +449,7 @@ std::vector<int64_t> DatasetReader::read_lengths(const std::string& split_name) 
 
 int64_t DatasetReader::count_tokens(const std::string& split_name, int64_t begin, int64_t end) const {
   const OpenSplit& split = impl_->split(split_name);
-  HPCTRAIN_CHECK(impl_->task == Task::text_classification, "{}: count_tokens needs a text split", split.where);
+  HPCTRAIN_CHECK(is_text_task(impl_->task), "{}: count_tokens needs a text split", split.where);
   check_range(split, begin, end);
   const auto first = read_vector<int64_t>(split.offsets, begin, begin + 1);
   const auto last = read_vector<int64_t>(split.offsets, end, end + 1);

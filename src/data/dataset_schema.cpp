@@ -10,6 +10,7 @@ std::string_view to_string(Task task) {
   switch (task) {
     case Task::text_classification: return "text-classification";
     case Task::image_classification: return "image-classification";
+    case Task::causal_lm: return "causal-lm";
   }
   return "?";
 }
@@ -23,10 +24,10 @@ std::string_view to_string(Compression compression) {
 }
 
 Task parse_task(std::string_view text) {
-  for (Task task : {Task::text_classification, Task::image_classification}) {
+  for (Task task : {Task::text_classification, Task::image_classification, Task::causal_lm}) {
     if (text == to_string(task)) return task;
   }
-  fail("unknown task '{}': expected text-classification or image-classification", text);
+  fail("unknown task '{}': expected text-classification, image-classification or causal-lm", text);
 }
 
 Compression parse_compression(std::string_view text) {

@@ -19,10 +19,12 @@ namespace {
 
 // A text split's datasets, written by whole chunks (Note [Parallel chunk compression]).
 struct TextColumns {
-  h5::ChunkWriter input_ids, offsets, labels, source_index;
-  std::optional<h5::ChunkWriter> token_type_ids;
+  h5::ChunkWriter input_ids, offsets, source_index;
+  std::optional<h5::ChunkWriter> labels;          // not for causal-lm
+  std::optional<h5::ChunkWriter> token_type_ids;  // sentence pairs only
   void finish() {
-    for (h5::ChunkWriter* column : {&input_ids, &offsets, &labels, &source_index}) column->finish();
+    for (h5::ChunkWriter* column : {&input_ids, &offsets, &source_index}) column->finish();
+    if (labels) labels->finish();
     if (token_type_ids) token_type_ids->finish();
   }
 };
@@ -41,10 +43,15 @@ struct WriterSplit {
 };
 
 void check_attributes(const FileAttributes& attributes, const WriterOptions& options) {
-  HPCTRAIN_CHECK(!attributes.label_names.empty(), "dataset attributes: label_names is empty, expected at least one label");
+  if (has_labels(attributes.task)) {
+    HPCTRAIN_CHECK(!attributes.label_names.empty(), "dataset attributes: label_names is empty, expected at least one label");
+  } else {
+    HPCTRAIN_CHECK(attributes.label_names.empty(), "dataset attributes: task {} has no labels, got label_names {}",
+                   to_string(attributes.task), nlohmann::json(attributes.label_names).dump());
+  }
   std::set<std::string> unique(attributes.label_names.begin(), attributes.label_names.end());
   HPCTRAIN_CHECK(unique.size() == attributes.label_names.size(), "dataset attributes: label_names has duplicates");
-  if (attributes.task == Task::text_classification) {
+  if (is_text_task(attributes.task)) {
     const auto& tokenizer = attributes.tokenizer;
     HPCTRAIN_CHECK(tokenizer.is_object() && tokenizer.contains("vocab_size") &&
                        tokenizer["vocab_size"].is_number_integer() && tokenizer["vocab_size"].get<int64_t>() > 0,
@@ -101,7 +108,7 @@ void DatasetWriter::State::begin_split(const std::string& name, bool is_text) {
   HPCTRAIN_CHECK(!split, "{}: split '{}' begun while split '{}' is still open (call end_split first)",
                  final_path.string(), name, split ? split->name : "");
   HPCTRAIN_CHECK(!written_splits.count(name), "{}: split '{}' written twice", final_path.string(), name);
-  const bool task_is_text = attributes.task == Task::text_classification;
+  const bool task_is_text = is_text_task(attributes.task);
   HPCTRAIN_CHECK(is_text == task_is_text, "{}: split '{}': cannot write {} to a {} file", final_path.string(), name,
                  is_text ? "text" : "images", to_string(attributes.task));
   split.emplace();
@@ -110,11 +117,13 @@ void DatasetWriter::State::begin_split(const std::string& name, bool is_text) {
   split->group = h5::create_group(file.get(), name);
 }
 
+// Labels are checked when the task has them (a causal-lm file has none: they are ignored); rows always.
 void DatasetWriter::State::check_labels(const std::vector<int64_t>& labels,
                                         const std::vector<int64_t>& source_index) const {
   const auto num_labels = static_cast<int64_t>(attributes.label_names.size());
+  const bool labelled = has_labels(attributes.task);
   for (size_t i = 0; i < labels.size(); ++i) {
-    HPCTRAIN_CHECK(labels[i] >= 0 && labels[i] < num_labels,
+    HPCTRAIN_CHECK(!labelled || (labels[i] >= 0 && labels[i] < num_labels),
                    "split '{}', example {}: label {} out of range: expected 0 <= label < {} (label_names)",
                    split->name, split->num_examples + static_cast<int64_t>(i), labels[i], num_labels);
     HPCTRAIN_CHECK(source_index[i] >= 0, "split '{}', example {}: source_index {} is negative", split->name,
@@ -150,7 +159,7 @@ DatasetWriter::DatasetWriter(const fs::path& final_path, const FileAttributes& a
   state_->temporary_path = fs::path(final_path.string() + ".tmp." + std::to_string(::getpid()));
   state_->attributes = attributes;
   state_->options = options;
-  if (attributes.task == Task::text_classification) state_->vocab_size = attributes.tokenizer["vocab_size"].get<int64_t>();
+  if (is_text_task(attributes.task)) state_->vocab_size = attributes.tokenizer["vocab_size"].get<int64_t>();
   std::error_code error;
   if (final_path.has_parent_path()) fs::create_directories(final_path.parent_path(), error);
   state_->file = h5::create_file(state_->temporary_path);
@@ -190,10 +199,14 @@ void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pai
     if (!state_->encoder) state_->encoder = std::make_shared<h5::ChunkEncoder>(options.threads, options.queue_bytes);
     return h5::ChunkWriter(h5::create_rows_dataset(group, name, type, layout), type, layout, state_->encoder);
   };
-  split.text.emplace(TextColumns{column(schema::kInputIds, h5::Type::i32, schema::kTokenChunk),
-                                 column(schema::kOffsets, h5::Type::i64, schema::kExampleChunk),
-                                 column(schema::kLabels, h5::Type::i64, schema::kExampleChunk),
-                                 column(schema::kSourceIndex, h5::Type::i64, schema::kExampleChunk), std::nullopt});
+  // Created in this order (labels between offsets and source_index), as before causal-lm: the same bytes.
+  auto input_ids = column(schema::kInputIds, h5::Type::i32, schema::kTokenChunk);
+  auto offsets = column(schema::kOffsets, h5::Type::i64, schema::kExampleChunk);
+  std::optional<h5::ChunkWriter> labels;
+  if (has_labels(state_->attributes.task)) labels.emplace(column(schema::kLabels, h5::Type::i64, schema::kExampleChunk));
+  auto source_index = column(schema::kSourceIndex, h5::Type::i64, schema::kExampleChunk);
+  split.text.emplace(TextColumns{std::move(input_ids), std::move(offsets), std::move(source_index), std::move(labels),
+                                 std::nullopt});
   if (has_pairs) split.text->token_type_ids.emplace(column(schema::kTokenTypeIds, h5::Type::u8, schema::kTokenChunk));
   const int64_t zero = 0;
   split.text->offsets.append(&zero, 1);
@@ -216,7 +229,7 @@ void DatasetWriter::append_text(const TextExamples& piece) {
   text.input_ids.append(piece.input_ids.data(), piece.num_tokens());
   if (split.has_pairs) text.token_type_ids->append(piece.token_type_ids.data(), piece.num_tokens());
   text.offsets.append(offsets.data(), piece.size());
-  text.labels.append(piece.labels.data(), piece.size());
+  if (text.labels) text.labels->append(piece.labels.data(), piece.size());
   text.source_index.append(piece.source_index.data(), piece.size());
   split.num_examples += piece.size();
   split.num_tokens += piece.num_tokens();

@@ -28,13 +28,15 @@ nlohmann::json split_summary(const data::DatasetReader& reader, const std::strin
   nlohmann::json split = {{"name", name}, {"num_examples", info.num_examples}};
   const auto& label_names = reader.label_names();
   std::vector<int64_t> counts(label_names.size(), 0);
-  for (int64_t label : reader.read_labels(name, 0, info.num_examples)) {
-    if (label >= 0 && label < static_cast<int64_t>(counts.size())) ++counts[static_cast<std::size_t>(label)];
+  if (data::has_labels(reader.task())) {
+    for (int64_t label : reader.read_labels(name, 0, info.num_examples)) {
+      if (label >= 0 && label < static_cast<int64_t>(counts.size())) ++counts[static_cast<std::size_t>(label)];
+    }
   }
-  nlohmann::json histogram = nlohmann::json::array();
+  nlohmann::json histogram = nlohmann::json::array();  // empty for causal-lm
   for (std::size_t i = 0; i < counts.size(); ++i) histogram.push_back({{"label", label_names[i]}, {"count", counts[i]}});
   split["label_histogram"] = histogram;
-  if (reader.task() == data::Task::text_classification) {
+  if (data::is_text_task(reader.task())) {
     split["num_tokens"] = info.num_tokens;
     split["has_token_type_ids"] = info.has_token_type_ids;
     split["length"] = length_statistics(reader.read_lengths(name));
@@ -66,10 +68,14 @@ nlohmann::json summarize_dataset(const std::filesystem::path& path, bool validat
 }
 
 std::string format_dataset_summary(const nlohmann::json& summary) {
-  std::string out = fmt::format("{}\n  format      hpctrain HDF5 schema v{}\n  task        {}\n  labels      {} ({})\n",
+  std::string out = fmt::format("{}\n  format      hpctrain HDF5 schema v{}\n  task        {}\n",
                                 summary["file"].get<std::string>(), summary["hpctrain_format"].get<int>(),
-                                summary["task"].get<std::string>(), summary["label_names"].size(),
-                                fmt::join(summary["label_names"].get<std::vector<std::string>>(), ", "));
+                                summary["task"].get<std::string>());
+  if (summary["label_names"].empty())
+    out += "  labels      none (token rows for a causal language model)\n";
+  else
+    out += fmt::format("  labels      {} ({})\n", summary["label_names"].size(),
+                       fmt::join(summary["label_names"].get<std::vector<std::string>>(), ", "));
   out += fmt::format("  source      {}\n  created by  {}\n", summary["source"].get<std::string>(),
                      summary["created_by"].get<std::string>());
   const auto& tokenizer = summary["tokenizer"];

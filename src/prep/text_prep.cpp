@@ -18,36 +18,23 @@
 // and after are identical and their dataset identity does not change.
 #include "hpctrain/prep/text_prep.hpp"
 
-#include <unistd.h>
-
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
-#include "hpctrain/core/cpu_info.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/core/log.hpp"
 #include "hpctrain/core/progress.hpp"
 #include "hpctrain/core/span.hpp"
-#include "hpctrain/data/byte_source.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/prep/labels.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
+#include "prep_common.hpp"
 #include "text_prep_parts.hpp"
 
 namespace hpctrain::prep {
 namespace {
 using namespace detail;
-
-// run_collectively with several ranks; alone, the error passes unchanged (the messages users know). A rank
-// done early waits idle: the phases take seconds, and rank 0 writes alone on the node's cores.
-template <typename Work>
-void on_every_rank(dist::Comm& comm, const std::string& what, Work&& work) {
-  if (comm.world_size() == 1) return work();
-  dist::run_collectively(comm, what, std::forward<Work>(work), dist::Wait::idle);
-}
 
 struct Input {
   std::filesystem::path path;
@@ -71,62 +58,7 @@ data::TextRecordReader open_range(const Input& input, const RowChecker& checker)
 // decompressed content to a temporary next to the output, and every rank then reads its byte range of that
 // file (Note [Record ranges]). Messages still name the input: its lines are the temporary's lines. The
 // temporary goes once the rows are tokenized, and on failure. One process reads the gzip file itself.
-class Temporaries {
- public:
-  Temporaries() = default;
-  Temporaries(const Temporaries&) = delete;
-  Temporaries& operator=(const Temporaries&) = delete;
-  ~Temporaries() { remove_all(); }
-  void add(std::filesystem::path path) { paths_.push_back(std::move(path)); }
-  void remove_all() {
-    std::error_code ignored;
-    for (const auto& path : paths_) std::filesystem::remove(path, ignored);
-    paths_.clear();
-  }
-
- private:
-  std::vector<std::filesystem::path> paths_;
-};
-
-// This rank's files among a prep's temporaries (stem: "OUTPUT.prep-TAG"): its bucket files
-// (BucketWriter::path: "STEM.rRANK.*"), and on rank 0 the decompressed inputs ("STEM.input-*") and the
-// dataset writer's temporary output ("OUTPUT.tmp.PID", data::DatasetWriter).
-void remove_own_temporaries(const std::filesystem::path& stem, const std::filesystem::path& output, int rank) {
-  const std::string name = stem.filename().string();
-  std::vector<std::string> prefixes = {fmt::format("{}.r{}.", name, rank)};
-  if (rank == 0) prefixes.push_back(name + ".input-");
-  const std::string writers = rank == 0 ? fmt::format("{}.tmp.{}", output.filename().string(), ::getpid()) : "";
-  const std::filesystem::path folder = stem.has_parent_path() ? stem.parent_path() : std::filesystem::path(".");
-  std::error_code ignored;
-  std::vector<std::filesystem::path> doomed;
-  for (std::filesystem::directory_iterator it(folder, ignored), end; !ignored && it != end; it.increment(ignored)) {
-    const std::string file = it->path().filename().string();
-    const bool own = file == writers || std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& prefix) {
-                       return file.rfind(prefix, 0) == 0;
-                     });
-    if (own) doomed.push_back(it->path());
-  }
-  for (const auto& path : doomed) std::filesystem::remove(path, ignored);
-}
-
-void decompress_for_ranks(Input& input, const std::filesystem::path& temporary, Temporaries& owned, dist::Comm& comm) {
-  if (comm.world_size() == 1) return;
-  int32_t gzip = 0;  // rank 0's answer, broadcast: the ranks must agree whether to read the temporary
-  on_every_rank(comm, fmt::format("prep text: decompressing '{}'", input.path.string()), [&] {
-    if (comm.rank() != 0 || !data::is_gzip_file(input.path)) return;
-    gzip = 1;
-    owned.add(temporary);
-    data::copy_content(input.path, temporary);
-  });
-  comm.broadcast(&gzip, sizeof gzip, 0);
-  if (gzip == 0) return;
-  on_every_rank(comm, fmt::format("prep text: reading the decompressed '{}'", input.path.string()), [&] {
-    HPCTRAIN_CHECK(std::filesystem::is_regular_file(temporary),
-                   "'{}' (rank 0 wrote the content of '{}' there) is not visible on this rank: the ranks must share the "
-                   "output's folder", temporary.string(), input.path.string());
-  });
-  input.read_path = temporary;
-}
+// (decompress_for_ranks in prep_common.cpp; `prep lm` does the same.)
 
 // Pass 1 over this rank's range: a label id per row, up to the first bad row.
 std::optional<BadRow> scan_labels(Input& input, const RowChecker& checker, TextPrepReport& report, bool progress) {
@@ -408,17 +340,6 @@ data::FileAttributes attributes_of(const TextPrepOptions& options, const LabelMa
   return attributes;
 }
 
-int threads_per_rank(const TextPrepOptions& options, dist::Comm& comm) {
-  if (options.threads <= 0) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    return std::max(1, cores / std::max(1, comm.local_size()));
-  }
-  const std::string warning =
-      core::thread_oversubscription("--threads", options.threads, core::affinity_cpus(), comm.local_size());
-  if (!warning.empty()) log::warning("{}", warning);  // rank 0's (Note [Too many threads])
-  return options.threads;
-}
-
 // The counters every rank has for its own rows, summed (all ranks take part).
 void sum_over_ranks(TextPrepReport& report, TokenizeCounts& counts, dist::Comm& comm) {
   static const char* const kReasons[] = {"malformed row", "missing field", "empty text", "label not in --labels"};
@@ -451,9 +372,7 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   });
   report.max_length = options.max_length > 0 ? options.max_length
                                              : static_cast<int>(std::min<int64_t>(tokenizer->config().model_max_length, 512));
-  int64_t tag = static_cast<int64_t>(::getpid());
-  comm.broadcast(&tag, sizeof tag, 0);
-  const std::filesystem::path stem = options.output.string() + fmt::format(".prep-{}", tag);
+  const std::filesystem::path stem = temporaries_stem(options.output, comm);
   // A job ended by the collective watchdog (e.g. the network to another node went down) runs no destructor:
   // this rank's temporaries go first (Note [Cleanup before an abort]).
   const dist::AbortCleanup cleanup([stem, output = options.output, rank = comm.rank()] {
@@ -465,7 +384,8 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   Temporaries decompressed;
   for (std::size_t f = 0; f < inputs.size(); ++f) {
     const auto format = data::to_string(data::text_format_from_path(inputs[f].path));  // throws alike on every rank
-    decompress_for_ranks(inputs[f], fmt::format("{}.input-{}.{}", stem.string(), f, format), decompressed, comm);
+    inputs[f].read_path = decompress_for_ranks(inputs[f].path, fmt::format("{}.input-{}.{}", stem.string(), f, format),
+                                               decompressed, comm, "prep text");
     read_labels(inputs[f], checker, report, comm, progress);
   }
   check_some_rows(inputs);
@@ -479,7 +399,7 @@ TextPrepReport prep_text(const TextPrepOptions& options, dist::Comm& comm) {
   span::Span tokenizing("tokenizing", phases);
   BucketWriter buckets(stem, comm.rank(), plan.sizes, budget.rows_per_bucket, budget.buffer_bytes);
   TokenizeCounts counts;
-  const Tokenizing how{*tokenizer, report.max_length, !options.text_pair_field.empty(), threads_per_rank(options, comm),
+  const Tokenizing how{*tokenizer, report.max_length, !options.text_pair_field.empty(), threads_per_rank(options.threads, "--threads", comm),
                        budget.block_bytes};
   on_every_rank(comm, "prep text: tokenizing", [&] {
     for (std::size_t f = 0; f < inputs.size(); ++f) tokenize_input(inputs[f], plan.files[f], checker, labels, how, buckets, counts, progress);

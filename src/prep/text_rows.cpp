@@ -3,14 +3,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <thread>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
 #include "hpctrain/tokenize/utf8.hpp"
+#include "prep_common.hpp"
 #include "text_prep_parts.hpp"
 
 namespace hpctrain::prep::detail {
@@ -103,37 +101,20 @@ data::TextExamples tokenize_rows(const std::vector<RawExample>& rows, const std:
   const std::size_t n = rows.size(), chunks = (n + kChunk - 1) / kChunk;
   std::vector<data::TextExamples> pieces(chunks);
   std::vector<TokenizeCounts> piece_counts(chunks);
-  std::atomic<std::size_t> next_chunk{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
   static const std::vector<uint8_t> kNoTypes;
-  auto work = [&] {
+  parallel_chunks(chunks, threads, [&](std::size_t c) {
     tokenize::Encoding encoding;
-    try {
-      for (std::size_t c; (c = next_chunk.fetch_add(1)) < chunks;) {
-        for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
-          const RawExample& row = rows[i];
-          // The tokenizer reads invalid UTF-8 as U+FFFD (then drops it); here we only count such rows.
-          const bool valid = tokenize::utf8::is_valid(row.text) && (!pairs || tokenize::utf8::is_valid(row.pair));
-          piece_counts[c].invalid_utf8 += valid && !row.replaced_invalid_utf8 ? 0 : 1;
-          tokenizer.encode_into(row.text, pairs ? std::optional<std::string_view>(row.pair) : std::nullopt, max_length,
-                                encoding);
-          piece_counts[c].truncated += encoding.truncated ? 1 : 0;
-          pieces[c].append(encoding.input_ids, pairs ? encoding.token_type_ids : kNoTypes, label_ids[i],
-                           row.source_index);
-        }
-      }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error) error = std::current_exception();
-      next_chunk = chunks;
+    for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      const RawExample& row = rows[i];
+      // The tokenizer reads invalid UTF-8 as U+FFFD (then drops it); here we only count such rows.
+      const bool valid = tokenize::utf8::is_valid(row.text) && (!pairs || tokenize::utf8::is_valid(row.pair));
+      piece_counts[c].invalid_utf8 += valid && !row.replaced_invalid_utf8 ? 0 : 1;
+      tokenizer.encode_into(row.text, pairs ? std::optional<std::string_view>(row.pair) : std::nullopt, max_length,
+                            encoding);
+      piece_counts[c].truncated += encoding.truncated ? 1 : 0;
+      pieces[c].append(encoding.input_ids, pairs ? encoding.token_type_ids : kNoTypes, label_ids[i], row.source_index);
     }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (auto& thread : pool) thread.join();
-  if (error) std::rethrow_exception(error);
+  });
   data::TextExamples out;
   for (std::size_t c = 0; c < chunks; ++c) {
     out.append_all(pieces[c]);

@@ -196,7 +196,10 @@ void Run::set_up() {
 
 // The dataset, the agreed options, the run folder, the resume point and the plan: what decides the run.
 ResumePoint Run::open_run() {
-  dist::run_collectively(comm, "opening the dataset", [&] { dataset = std::make_unique<data::DatasetReader>(options.data); });
+  dist::run_collectively(comm, "opening the dataset", [&] {
+    dataset = std::make_unique<data::DatasetReader>(options.data);
+    objective = make_objective(*dataset);  // a task without an objective fails here, before the run folder exists
+  });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
   limit_to_slurm_time_left();
   // Only the default evaluation split is optional (`hpctrain train --help`). Checked before the run folder
@@ -211,7 +214,6 @@ ResumePoint Run::open_run() {
   requested.accumulation = options.accelerator.gradient_accumulation_steps, requested.shuffle = options.shuffle;
   requested.seed = options.accelerator.seed, requested.train_examples = dataset->split_info(options.train_split).num_examples;
   plan = plan_start(resume.state ? &*resume.state : nullptr, requested);
-  objective = make_objective(*dataset);
   objective->check_trainable(*dataset);
   return resume;
 }

@@ -31,7 +31,8 @@ struct SplitInfo {
 class DatasetReader {
  public:
   // Opens read-only and checks the root attributes: an HDF5 file, hpctrain_format == 1, a known task,
-  // label_names a non-empty JSON array of strings, a tokenizer with vocab_size for text tasks.
+  // label_names a non-empty JSON array of strings (an empty one for causal-lm), a tokenizer with vocab_size for
+  // text tasks (text-classification, causal-lm).
   explicit DatasetReader(const std::filesystem::path& path);
   ~DatasetReader();
   DatasetReader(DatasetReader&&) noexcept;
@@ -66,6 +67,7 @@ class DatasetReader {
   [[nodiscard]] ImageExamples read_images(const std::string& split, int64_t begin, int64_t end) const;
   [[nodiscard]] ImageExamples read_image_indices(const std::string& split, const std::vector<int64_t>& indices) const;
 
+  // Throws for a causal-lm file (it has no labels; read_text gives kNoLabel).
   [[nodiscard]] std::vector<int64_t> read_labels(const std::string& split, int64_t begin, int64_t end) const;
   // Input-file row of examples [begin, end) (predict reports it next to each prediction).
   [[nodiscard]] std::vector<int64_t> read_source_index(const std::string& split, int64_t begin, int64_t end) const;

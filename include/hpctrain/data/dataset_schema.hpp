@@ -9,8 +9,14 @@
 
 namespace hpctrain::data {
 
-enum class Task { text_classification, image_classification };
+// causal_lm: token rows for next-token prediction (`prep lm`), without labels (docs/hdf5-format.md).
+enum class Task { text_classification, image_classification, causal_lm };
 enum class Compression { none, gzip };
+
+// Tasks whose splits hold token ids (input_ids + offsets): text classification and causal LM.
+[[nodiscard]] constexpr bool is_text_task(Task task) { return task != Task::image_classification; }
+// Tasks whose splits hold a labels dataset and whose file names them (label_names non-empty).
+[[nodiscard]] constexpr bool has_labels(Task task) { return task != Task::causal_lm; }
 
 [[nodiscard]] std::string_view to_string(Task task);
 [[nodiscard]] std::string_view to_string(Compression compression);
@@ -36,7 +42,7 @@ inline constexpr const char* kAttrNumExamples = "num_examples";
 inline constexpr const char* kInputIds = "input_ids";            // int32 [T]
 inline constexpr const char* kOffsets = "offsets";               // int64 [N+1]
 inline constexpr const char* kTokenTypeIds = "token_type_ids";   // uint8 [T], sentence pairs only
-inline constexpr const char* kLabels = "labels";                 // int64 [N]
+inline constexpr const char* kLabels = "labels";                 // int64 [N]; not in causal-lm files
 inline constexpr const char* kSourceIndex = "source_index";      // int64 [N]
 inline constexpr const char* kPixels = "pixels";                 // uint8 [N, C, H, W]
 inline constexpr const char* kAttrMean = "mean";                 // float64 [C], of pixel/255

@@ -20,7 +20,7 @@ namespace hpctrain::data {
 
 struct FileAttributes {
   Task task = Task::text_classification;
-  std::vector<std::string> label_names;  // label i is label_names[i]; at least one
+  std::vector<std::string> label_names;  // label i is label_names[i]; at least one (none for causal-lm)
   std::string source;                    // where the examples came from (input file names, dataset id)
   std::string created_by;                // program and version, e.g. "hpctrain 0.1.0 prepare"
   nlohmann::json tokenizer = nlohmann::json::object();  // text: must hold "vocab_size"; images: {}
@@ -38,7 +38,8 @@ struct WriterOptions {
 class DatasetWriter {
  public:
   // Throws before any work when `final_path` exists and !overwrite (the message suggests --overwrite),
-  // or when the attributes are unusable (no labels; a text task without tokenizer.vocab_size).
+  // or when the attributes are unusable (no labels, or labels for causal-lm; a text task without
+  // tokenizer.vocab_size). A causal-lm split has no labels dataset: the examples' labels are ignored.
   // Creates missing parent directories.
   DatasetWriter(const std::filesystem::path& final_path, const FileAttributes& attributes,
                 const WriterOptions& options, bool overwrite);

@@ -8,11 +8,14 @@
 
 namespace hpctrain::data {
 
+// The label of an example in a file without labels (task causal-lm): the reader fills `labels` with it.
+inline constexpr int64_t kNoLabel = -1;
+
 struct TextExamples {
   std::vector<int32_t> input_ids;        // all examples' token ids, concatenated
   std::vector<int64_t> offsets{0};       // example i = input_ids[offsets[i] : offsets[i+1]]; offsets[0] == 0
   std::vector<uint8_t> token_type_ids;   // empty, or one segment id per token (sentence pairs)
-  std::vector<int64_t> labels;           // one per example
+  std::vector<int64_t> labels;           // one per example (kNoLabel in a causal-lm file)
   std::vector<int64_t> source_index;     // row of the example in its input file (0-based, data rows only)
 
   [[nodiscard]] int64_t size() const { return static_cast<int64_t>(offsets.size()) - 1; }

@@ -95,6 +95,7 @@ class Objective {
 // accurate evaluation is best.
 [[nodiscard]] std::unique_ptr<Objective> make_classification_objective();
 // The objective of a dataset's task (objective.cpp): classification for text and image classification files.
+// Throws for a causal-lm file (no objective yet): called as soon as the dataset is open, before any work.
 [[nodiscard]] std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset);
 
 }  // namespace hpctrain::train

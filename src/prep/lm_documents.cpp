@@ -1,0 +1,125 @@
+// `prep lm`'s documents: record checks, block tokenization and the token streams (lm_documents.hpp).
+#include "lm_documents.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/tokenize/byte_level_bpe.hpp"
+#include "hpctrain/tokenize/utf8.hpp"
+#include "lm_packing.hpp"
+#include "prep_common.hpp"
+
+namespace hpctrain::prep::detail {
+namespace {
+
+bool is_blank(const std::string& text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
+}  // namespace
+
+std::optional<std::string> check_document(data::TextRecord& record, const LmPrepOptions& options,
+                                          std::map<std::string, int64_t>& skipped, std::optional<BadRow>& bad) {
+  auto reject = [&](const char* reason, std::string detail) -> std::optional<std::string> {
+    if (options.skip_invalid) ++skipped[reason];
+    else bad = BadRow{record.line, record.row, std::move(detail)};
+    return std::nullopt;
+  };
+  if (!record.error.empty()) return reject("malformed row", record.error);
+  if (!record.fields[0]) return reject("missing field", fmt::format("missing field '{}'", options.text_field));
+  if (is_blank(*record.fields[0])) return reject("empty text", fmt::format("empty text in field '{}'", options.text_field));
+  return std::move(*record.fields[0]);
+}
+
+std::vector<std::vector<int32_t>> tokenize_documents(const std::vector<std::string>& texts,
+                                                     const std::vector<uint8_t>& replaced,
+                                                     const DocumentTokenizer& how, std::vector<uint32_t>& full_lengths,
+                                                     DocumentCounts& counts) {
+  constexpr std::size_t kChunk = 256;
+  const std::size_t n = texts.size(), chunks = (n + kChunk - 1) / kChunk;
+  std::vector<std::vector<int32_t>> ids(n);
+  std::vector<uint32_t> lengths(n);
+  std::vector<DocumentCounts> chunk_counts(chunks);
+  parallel_chunks(chunks, how.threads, [&](std::size_t c) {
+    for (std::size_t i = c * kChunk; i < std::min(n, (c + 1) * kChunk); ++i) {
+      // The tokenizer reads invalid UTF-8 as U+FFFD; here we only count such documents.
+      chunk_counts[c].invalid_utf8 += replaced[i] || !tokenize::utf8::is_valid(texts[i]) ? 1 : 0;
+      ids[i] = how.tokenizer.encode(texts[i]);
+      end_with_eos(ids[i], how.eos);
+      HPCTRAIN_CHECK(ids[i].size() < UINT32_MAX, "a document of {} tokens: prep lm handles up to {} per document",
+                     ids[i].size(), UINT32_MAX - 1);
+      lengths[i] = static_cast<uint32_t>(ids[i].size());
+      if (how.max_length > 0 && ids[i].size() > static_cast<std::size_t>(how.max_length)) {
+        ids[i].resize(static_cast<std::size_t>(how.max_length));
+        ++chunk_counts[c].truncated;
+      }
+    }
+  });
+  for (const auto& chunk : chunk_counts) {
+    counts.invalid_utf8 += chunk.invalid_utf8;
+    counts.truncated += chunk.truncated;
+  }
+  full_lengths.insert(full_lengths.end(), lengths.begin(), lengths.end());
+  return ids;
+}
+
+TokenStreamWriter::TokenStreamWriter(std::filesystem::path path) : path_(std::move(path)) {
+  file_ = std::fopen(path_.c_str(), "wb");
+  HPCTRAIN_CHECK(file_ != nullptr, "cannot write the temporary '{}': {}", path_.string(), std::strerror(errno));
+}
+
+TokenStreamWriter::~TokenStreamWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+void TokenStreamWriter::write(const std::vector<int32_t>& ids) {
+  const auto count = static_cast<uint32_t>(ids.size());
+  const bool ok = std::fwrite(&count, sizeof count, 1, file_) == 1 &&
+                  std::fwrite(ids.data(), sizeof(int32_t), ids.size(), file_) == ids.size();
+  HPCTRAIN_CHECK(ok, "cannot write {} tokens to the temporary '{}': {}", ids.size(), path_.string(), std::strerror(errno));
+}
+
+void TokenStreamWriter::close() {
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  HPCTRAIN_CHECK(closed, "cannot write the temporary '{}': {}", path_.string(), std::strerror(errno));
+}
+
+TokenStreamReader::TokenStreamReader(std::vector<std::filesystem::path> paths) : paths_(std::move(paths)) {}
+
+TokenStreamReader::~TokenStreamReader() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+bool TokenStreamReader::open_next() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    file_ = nullptr;
+    std::error_code ignored;
+    std::filesystem::remove(paths_[next_path_ - 1], ignored);
+  }
+  if (next_path_ == paths_.size()) return false;
+  const auto& path = paths_[next_path_++];
+  file_ = std::fopen(path.c_str(), "rb");
+  HPCTRAIN_CHECK(file_ != nullptr,
+                 "cannot read the temporary '{}': {}; with several ranks the output's folder must be on a file system "
+                 "that every rank sees", path.string(), std::strerror(errno));
+  return true;
+}
+
+bool TokenStreamReader::next(std::vector<int32_t>& ids) {
+  uint32_t count = 0;
+  while (file_ == nullptr || std::fread(&count, sizeof count, 1, file_) != 1) {
+    if (!open_next()) return false;
+  }
+  ids.resize(count);
+  HPCTRAIN_CHECK(std::fread(ids.data(), sizeof(int32_t), count, file_) == count,
+                 "internal error: the temporary '{}' ends inside a document", paths_[next_path_ - 1].string());
+  return true;
+}
+
+}  // namespace hpctrain::prep::detail
