@@ -12,6 +12,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <optional>
 
 namespace hpctrain::models {
 
@@ -59,7 +60,8 @@ at::Tensor RotaryEmbedding::rotate(const at::Tensor& x) const {
   at::Tensor cos, sin;
   {
     // Angles in float32 even inside an autocast region, as transformers' LlamaRotaryEmbedding.
-    const compat::AutocastScope fp32(x.device().type(), /*enabled=*/false);
+    std::optional<compat::AutocastScope> fp32;
+    if (compat::AutocastScope::is_enabled(x.device().type())) fp32.emplace(x.device().type(), /*enabled=*/false);
     const at::Tensor positions = at::arange(length, x.options().dtype(at::kFloat));
     const at::Tensor freqs = at::outer(positions, inv_freq_.to(x.device()));  // [L, d/2]: pos * inv_freq
     const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, length, 1, x.size(-1)});

@@ -2,6 +2,7 @@
 // Hugging Face names and the tied head, save -> load identity, strict loading, causality, checkpointing.
 #include "fixtures.hpp"
 
+#include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/checkpointing.hpp"
@@ -207,6 +208,36 @@ BOOST_AUTO_TEST_CASE(left_padding_keeps_llama_logits) {
   const at::Tensor got = loaded.model->forward(left).logits.slice(1, 2);
   BOOST_TEST(testing::max_abs_diff(got, expected) < 1e-4);
   BOOST_TEST(at::isfinite(loaded.model->forward(left).logits).all().item<bool>());  // padded rows too
+}
+
+// Training's bf16 autocast on the CPU: logits close to float32's (bf16 keeps ~3 significant digits), finite
+// gradients for every parameter.
+BOOST_AUTO_TEST_CASE(bf16_autocast_stays_close_to_float32) {
+  for (const std::string name : {"tiny-gpt2-f32", "tiny-llama-gqa-llama3", "tiny-qwen2"}) {
+    BOOST_TEST_CONTEXT(name) {
+      Loaded<CausalLM> loaded = load(name);
+      const auto& golden_case = causal_golden().at("checkpoints").at(name).at("cases").at(2);  // left padding
+      const ModelInputs inputs = inputs_of(golden_case, true);
+      at::Tensor expected;
+      {
+        at::NoGradGuard no_grad;
+        expected = loaded.model->forward(inputs).logits;
+      }
+      ModelOutput out;
+      {
+        const compat::AutocastScope bf16(at::kCPU, /*enabled=*/true, at::kBFloat16);
+        out = loaded.model->forward(inputs);
+      }
+      BOOST_TEST(out.logits.scalar_type() == at::kBFloat16);
+      const at::Tensor real = inputs.attention_mask.to(at::kBool);
+      const double scale = expected.index({real}).abs().max().item<double>();
+      BOOST_TEST(testing::max_abs_diff(out.logits.index({real}), expected.index({real})) < 0.05 * scale);
+      out.loss.backward();
+      for (const auto& item : loaded.model->named_parameters()) {
+        BOOST_TEST_CONTEXT(item.key()) { BOOST_TEST(at::isfinite(item.value().grad()).all().item<bool>()); }
+      }
+    }
+  }
 }
 
 // Gradient checkpointing recomputes each layer: the same gradients, dropout included.
