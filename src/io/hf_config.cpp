@@ -2,6 +2,7 @@
 #include "hpctrain/io/hf_config.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "io/causal_lm_config.hpp"
 #include "io/config_fields.hpp"
 #include "io/file_util.hpp"
 
@@ -178,6 +179,7 @@ MlpConfig read_mlp(const ConfigFields& f) {
 class Checker {
  public:
   explicit Checker(const std::string& source) : source_(source) {}
+  [[nodiscard]] const std::string& source() const { return source_; }
   void positive(const char* field, std::int64_t value) const {
     HPCTRAIN_CHECK(value > 0, "{}: {} must be positive, got {}", source_, field, value);
   }
@@ -272,6 +274,8 @@ void validate_model(const MlpConfig& c, const Checker& check) {
 }
 
 void validate_model(const std::monostate&, const Checker&) {}
+void validate_model(const Gpt2Config& c, const Checker& check) { detail::validate_gpt2(c, check.source()); }
+void validate_model(const LlamaConfig& c, const Checker& check) { detail::validate_llama(c, check.source()); }
 
 // model_type each typed config belongs to.
 std::string_view model_type_of(const ModelConfig& model) {
@@ -280,6 +284,9 @@ std::string_view model_type_of(const ModelConfig& model) {
     case 2: return "bert";
     case 3: return "hpctrain-cnn";
     case 4: return "hpctrain-mlp";
+    case 5: return "gpt2";
+    case 6: return "llama";
+    case 7: return "qwen2";
     default: return "";
   }
 }
@@ -290,8 +297,9 @@ Activation parse_activation(std::string_view name, std::string_view field) {
   if (name == "gelu") return Activation::gelu;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh") return Activation::gelu_tanh;
   if (name == "relu") return Activation::relu;
+  if (name == "silu" || name == "swish") return Activation::silu;
   fail("{} \"{}\" is not supported; expected \"gelu\" (exact, erf), \"gelu_new\" or \"gelu_pytorch_tanh\" (tanh "
-       "approximation) or \"relu\"", field, name);
+       "approximation), \"relu\" or \"silu\"", field, name);
 }
 
 std::string_view problem_type_name(ProblemType type) {
@@ -334,6 +342,9 @@ HfConfig HfConfig::from_json(const json& object, const std::string& source) {
   if (type == "bert") config.model = read_bert(fields);
   if (type == "hpctrain-cnn") config.model = read_cnn(fields);
   if (type == "hpctrain-mlp") config.model = read_mlp(fields);
+  if (type == "gpt2") config.model = detail::read_gpt2(fields);
+  if (type == "llama") config.model = detail::read_llama(fields);
+  if (type == "qwen2") config.model = detail::read_qwen2(fields);
   config.validate();
   return config;
 }
@@ -391,6 +402,19 @@ const CnnConfig& HfConfig::cnn() const {
 }
 const MlpConfig& HfConfig::mlp() const {
   return typed_model<MlpConfig>(model, common.model_type, "hpctrain-mlp", source_);
+}
+const Gpt2Config& HfConfig::gpt2() const {
+  return typed_model<Gpt2Config>(model, common.model_type, "gpt2", source_);
+}
+const LlamaConfig& HfConfig::llama() const {
+  return typed_model<LlamaConfig>(model, common.model_type, "llama", source_);
+}
+const Qwen2Config& HfConfig::qwen2() const {
+  return typed_model<Qwen2Config>(model, common.model_type, "qwen2", source_);
+}
+const LlamaConfig& HfConfig::llama_family() const {
+  if (const auto* qwen2 = std::get_if<Qwen2Config>(&model)) return *qwen2;
+  return typed_model<LlamaConfig>(model, common.model_type, "llama\" or \"qwen2", source_);
 }
 
 }  // namespace hpctrain::io

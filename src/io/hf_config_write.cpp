@@ -2,6 +2,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/io/atomic_write.hpp"
+#include "io/causal_lm_config.hpp"
 #include "io/file_util.hpp"
 
 namespace hpctrain::io {
@@ -97,6 +98,10 @@ void write_model(const MlpConfig& c, json& out) {
   out["dropout"] = c.dropout;
   out["num_labels"] = out["id2label"].size();
 }
+
+void write_model(const Gpt2Config& c, json& out) { detail::write_gpt2(c, out); }
+void write_model(const LlamaConfig& c, json& out) { detail::write_llama(c, out); }
+void write_model(const Qwen2Config& c, json& out) { detail::write_qwen2(c, out); }
 
 }  // namespace
 

@@ -62,6 +62,7 @@ at::Tensor activate(const at::Tensor& x, io::Activation activation) {
     case io::Activation::gelu: return at::gelu(x);  // approximate="none": x * Phi(x) with erf, as HF "gelu"
     case io::Activation::gelu_tanh: return at::gelu(x, "tanh");
     case io::Activation::relu: return at::relu(x);
+    case io::Activation::silu: return at::silu(x);
   }
   return x;
 }

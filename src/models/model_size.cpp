@@ -34,9 +34,9 @@ void require_positive(int64_t value, const char* field) {
 // Accumulates the terms of one model.
 class Counter {
  public:
-  // in x out weights plus out biases (a Linear layer), times `repeat`.
-  void linear(int64_t in, int64_t out, const std::string& fields, int64_t repeat = 1) {
-    add(checked_mul(checked_add(checked_mul(in, out, fields), out, fields), repeat, fields), fields);
+  // in x out weights plus out biases (a Linear layer, unless !bias), times `repeat`.
+  void linear(int64_t in, int64_t out, const std::string& fields, int64_t repeat = 1, bool bias = true) {
+    add(checked_mul(checked_add(checked_mul(in, out, fields), bias ? out : 0, fields), repeat, fields), fields);
   }
   void add(int64_t parameters, const std::string& fields) {
     size_.parameters = checked_add(size_.parameters, parameters, fields);
@@ -109,6 +109,64 @@ ModelSize bert_size(const io::BertConfig& s, int64_t labels) {
   return c.done();
 }
 
+ModelSize gpt2_size(const io::Gpt2Config& s) {
+  for (auto [value, field] : {std::pair{s.vocab_size, "vocab_size"},
+                              {s.n_embd, "n_embd"},
+                              {s.inner_size(), "n_inner"},
+                              {s.n_positions, "n_positions"},
+                              {s.n_layer, "n_layer"}})
+    require_positive(value, field);
+  const int64_t d = s.n_embd, inner = s.inner_size();
+  Counter c;
+  c.add(checked_mul(s.vocab_size, d, "vocab_size x n_embd"), times("vocab_size", s.vocab_size, "n_embd", d) + " (wte)");
+  c.add(checked_mul(s.n_positions, d, "n_positions x n_embd"), times("n_positions", s.n_positions, "n_embd", d));
+  const std::string layers = fmt::format("n_layer {} x ", s.n_layer);
+  c.linear(d, checked_mul(3, d, "n_embd"), layers + fmt::format("c_attn (n_embd {} x 3 n_embd)", d), s.n_layer);
+  c.linear(d, d, layers + fmt::format("attn.c_proj (n_embd {} x n_embd)", d), s.n_layer);
+  c.linear(d, inner, layers + times("n_embd", d, "n_inner", inner) + " (c_fc)", s.n_layer);
+  c.linear(inner, d, layers + times("n_inner", inner, "n_embd", d) + " (mlp.c_proj)", s.n_layer);
+  c.add(checked_mul(checked_mul(4, d, "n_embd"), s.n_layer, layers + "LayerNorms"), layers + "2 LayerNorms (n_embd)");
+  c.add(checked_mul(2, d, "n_embd"), "ln_f (n_embd)");
+  if (!s.tie_word_embeddings)
+    c.linear(d, s.vocab_size, times("n_embd", d, "vocab_size", s.vocab_size) + " (lm_head)", 1, false);
+  return c.done();
+}
+
+// Llama and Qwen2 (Qwen2: q/k/v bias, never o_proj or MLP bias).
+ModelSize llama_size(const io::LlamaConfig& s, bool qwen2) {
+  for (auto [value, field] : {std::pair{s.vocab_size, "vocab_size"},
+                              {s.hidden_size, "hidden_size"},
+                              {s.intermediate_size, "intermediate_size"},
+                              {s.num_hidden_layers, "num_hidden_layers"},
+                              {s.num_attention_heads, "num_attention_heads"},
+                              {s.kv_heads(), "num_key_value_heads"},
+                              {s.head_size(), "head_dim"}})
+    require_positive(value, field);
+  const int64_t d = s.hidden_size, n = s.num_hidden_layers;
+  const int64_t q_width = checked_mul(s.num_attention_heads, s.head_size(), "num_attention_heads x head_dim");
+  const int64_t kv_width = checked_mul(s.kv_heads(), s.head_size(), "num_key_value_heads x head_dim");
+  const bool mlp_bias = !qwen2 && s.mlp_bias;
+  Counter c;
+  c.add(checked_mul(s.vocab_size, d, "vocab_size x hidden_size"), times("vocab_size", s.vocab_size, "hidden_size", d));
+  const std::string layers = fmt::format("num_hidden_layers {} x ", n);
+  c.linear(d, q_width, layers + times("hidden_size", d, "heads x head_dim", q_width) + " (q_proj)", n,
+           s.attention_bias);
+  c.linear(d, kv_width, layers + times("hidden_size", d, "kv heads x head_dim", kv_width) + " (k_proj, v_proj)",
+           checked_mul(2, n, "num_hidden_layers"), s.attention_bias);
+  c.linear(q_width, d, layers + times("heads x head_dim", q_width, "hidden_size", d) + " (o_proj)", n,
+           !qwen2 && s.attention_bias);
+  c.linear(d, s.intermediate_size,
+           layers + times("hidden_size", d, "intermediate_size", s.intermediate_size) + " (gate_proj, up_proj)",
+           checked_mul(2, n, "num_hidden_layers"), mlp_bias);
+  c.linear(s.intermediate_size, d,
+           layers + times("intermediate_size", s.intermediate_size, "hidden_size", d) + " (down_proj)", n, mlp_bias);
+  c.add(checked_mul(checked_add(checked_mul(2, n, "num_hidden_layers"), 1, "norms"), d, "RMSNorms"),
+        "RMSNorms (hidden_size)");
+  if (!s.tie_word_embeddings)
+    c.linear(d, s.vocab_size, times("hidden_size", d, "vocab_size", s.vocab_size) + " (lm_head)", 1, false);
+  return c.done();
+}
+
 // The classifier head shared by the CNN and the MLP: hidden Linear layers then the classifier.
 void head_size(Counter& c, int64_t width, const std::vector<int64_t>& hidden, int64_t labels,
                const std::string& input) {
@@ -162,6 +220,9 @@ ModelSize estimate_model_size(const io::HfConfig& config) {
     return vision_size(cnn->in_channels, cnn->image_size, &cnn->conv_channels, cnn->hidden, labels);
   if (const auto* mlp = std::get_if<io::MlpConfig>(&config.model))
     return vision_size(mlp->in_channels, mlp->image_size, nullptr, mlp->hidden, labels);
+  if (const auto* g = std::get_if<io::Gpt2Config>(&config.model)) return gpt2_size(*g);
+  if (const auto* l = std::get_if<io::LlamaConfig>(&config.model)) return llama_size(*l, false);
+  if (const auto* q = std::get_if<io::Qwen2Config>(&config.model)) return llama_size(*q, true);
   return ModelSize{};  // not a model hpctrain builds: from_config refuses it by model_type
 }
 

@@ -60,6 +60,20 @@ Pretrained from_pretrained(const fs::path& dir) {
   return out;
 }
 
+Loaded<CausalLM> causal_lm_from_pretrained(const fs::path& dir) {
+  Loaded<CausalLM> out;
+  out.model = causal_lm_from_config(io::HfConfig::load(dir));
+  out.report = load_state_dict(*out.model, read_weights(dir), dir.string());
+  return out;
+}
+
+Loaded<Model> load_pretrained(const fs::path& dir) {
+  Loaded<Model> out;
+  out.model = build_model(io::HfConfig::load(dir));
+  out.report = load_state_dict(*out.model, read_weights(dir), dir.string());
+  return out;
+}
+
 void write_pretrained_files(const Model& model, const fs::path& dir,
                             const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
   StateDict tensors = state_dict(model);

@@ -185,8 +185,8 @@ BOOST_AUTO_TEST_CASE(impossible_values_are_rejected) {
                 {"test/config.json", "dim (768) must be divisible by n_heads (5)"});
   require_error([] { (void)parse(R"({"model_type": "bert", "hidden_size": 100, "num_attention_heads": 12})"); },
                 {"hidden_size (100)", "num_attention_heads (12)"});
-  require_error([] { (void)parse(R"({"model_type": "distilbert", "activation": "silu"})"); },
-                {"test/config.json", "activation \"silu\"", "\"gelu\" (exact, erf)", "gelu_new", "relu"});
+  require_error([] { (void)parse(R"({"model_type": "distilbert", "activation": "gelu_fast"})"); },
+                {"test/config.json", "activation \"gelu_fast\"", "\"gelu\" (exact, erf)", "gelu_new", "relu", "silu"});
   require_error([] { (void)parse(R"({"model_type": "bert", "hidden_act": "quick_gelu"})"); }, {"hidden_act \"quick_gelu\""});
   require_error([] { (void)parse(R"({"model_type": "distilbert", "n_layers": 0})"); }, {"n_layers must be positive, got 0"});
   require_error([] { (void)parse(R"({"model_type": "distilbert", "dropout": 1.5})"); }, {"dropout", "0..1", "1.5"});
@@ -206,6 +206,7 @@ BOOST_AUTO_TEST_CASE(activations_and_aliases) {
   BOOST_TEST((io::parse_activation("gelu_new") == io::Activation::gelu_tanh));
   BOOST_TEST((io::parse_activation("gelu_pytorch_tanh") == io::Activation::gelu_tanh));
   BOOST_TEST((io::parse_activation("relu") == io::Activation::relu));
+  BOOST_TEST((io::parse_activation("silu") == io::Activation::silu));
   // DistilBertConfig.attribute_map: hidden_size -> dim, etc.
   const io::HfConfig aliased = parse(R"({"model_type": "distilbert", "hidden_size": 256, "num_attention_heads": 4,
                                          "num_hidden_layers": 3})");

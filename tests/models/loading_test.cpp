@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(legacy_gamma_beta_names_load) {
 BOOST_AUTO_TEST_CASE(unknown_model_type_lists_the_known_ones) {
   const std::string message = error_of([] { (void)testing::build({{"model_type", "roberta"}}); });
   BOOST_TEST(contains(message, "\"roberta\""));
-  BOOST_TEST(contains(message, "bert, distilbert, hpctrain-cnn, hpctrain-mlp"));
+  BOOST_TEST(contains(message, "bert, distilbert, gpt2, hpctrain-cnn, hpctrain-mlp, llama, qwen2"));
 }
 
 BOOST_AUTO_TEST_CASE(missing_folder_names_the_config) {

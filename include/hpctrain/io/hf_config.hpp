@@ -1,5 +1,5 @@
-// A typed view of a Hugging Face `config.json`: DistilBERT, BERT, hpctrain's vision models, and a
-// generic path for any other model_type. Absent keys take transformers' defaults; wrong types and
+// A typed view of a Hugging Face `config.json`: DistilBERT, BERT, GPT-2, Llama, Qwen2, hpctrain's vision
+// models, and a generic path for any other model_type. Absent keys take transformers' defaults; wrong types and
 // impossible values throw Error naming the field, the expected type and the value found. The original
 // JSON object is kept, so keys we do not model survive a save (we overwrite only the keys we own).
 // Vision configs ("hpctrain-cnn", "hpctrain-mlp") are documented in docs/model-configs.md.
@@ -22,8 +22,9 @@ namespace hpctrain::io {
 //   "gelu"                            -> gelu      (exact, erf-based: torch gelu(approximate="none"))
 //   "gelu_new", "gelu_pytorch_tanh"   -> gelu_tanh (tanh approximation: torch gelu(approximate="tanh"))
 //   "relu"                            -> relu
-// Anything else ("silu", "gelu_fast", "quick_gelu", ...) is an Error listing these.
-enum class Activation { gelu, gelu_tanh, relu };
+//   "silu", "swish"                   -> silu      (x * sigmoid(x): Llama, Qwen2)
+// Anything else ("gelu_fast", "quick_gelu", ...) is an Error listing these.
+enum class Activation { gelu, gelu_tanh, relu, silu };
 [[nodiscard]] Activation parse_activation(std::string_view name, std::string_view field = "activation");
 
 enum class ProblemType { unset, single_label_classification, multi_label_classification, regression };
@@ -117,7 +118,86 @@ struct MlpConfig {
   double dropout = 0.1;
 };
 
-using ModelConfig = std::variant<std::monostate, DistilBertConfig, BertConfig, CnnConfig, MlpConfig>;
+// transformers GPT2Config (GPT2LMHeadModel). Aliases transformers also reads (its attribute_map):
+// hidden_size -> n_embd, max_position_embeddings -> n_positions, num_attention_heads -> n_head,
+// num_hidden_layers -> n_layer.
+struct Gpt2Config {
+  std::int64_t vocab_size = 50257;
+  std::int64_t n_positions = 1024;
+  std::int64_t n_embd = 768;
+  std::int64_t n_layer = 12;
+  std::int64_t n_head = 12;
+  std::optional<std::int64_t> n_inner;           // null -> 4 * n_embd
+  std::string activation_function = "gelu_new";  // see Activation
+  double resid_pdrop = 0.1;
+  double embd_pdrop = 0.1;
+  double attn_pdrop = 0.1;
+  double layer_norm_epsilon = 1e-5;
+  double initializer_range = 0.02;
+  bool scale_attn_weights = true;
+  bool scale_attn_by_inverse_layer_idx = false;  // true is refused (not implemented)
+  bool reorder_and_upcast_attn = false;          // numerics only: hpctrain's attention softmax is fp32 already
+  bool tie_word_embeddings = true;
+
+  [[nodiscard]] std::int64_t inner_size() const { return n_inner.value_or(4 * n_embd); }
+  [[nodiscard]] Activation activation_fn() const {
+    return parse_activation(activation_function, "activation_function");
+  }
+};
+
+// Rotary position embeddings of Llama and Qwen2. transformers 4.x writes "rope_theta" and "rope_scaling"
+// ({"rope_type" or legacy "type", "factor", ...} or null); 5.x writes "rope_parameters" ({"rope_type",
+// "rope_theta", ...}). Both are read; a save writes the spelling the file had.
+struct RopeConfig {
+  double theta = 10000.0;
+  std::string type = "default";  // "default", "linear" or "llama3" (others are refused)
+  double factor = 1.0;           // linear, llama3
+  double low_freq_factor = 1.0;  // llama3
+  double high_freq_factor = 4.0;
+  std::int64_t original_max_position_embeddings = 8192;  // llama3
+  bool parameters_key = false;                           // read from "rope_parameters" (transformers 5.x)
+};
+
+// transformers LlamaConfig (LlamaForCausalLM).
+struct LlamaConfig {
+  std::int64_t vocab_size = 32000;
+  std::int64_t hidden_size = 4096;
+  std::int64_t intermediate_size = 11008;
+  std::int64_t num_hidden_layers = 32;
+  std::int64_t num_attention_heads = 32;
+  std::optional<std::int64_t> num_key_value_heads;  // absent/null -> num_attention_heads (no GQA)
+  std::optional<std::int64_t> head_dim;             // absent/null -> hidden_size / num_attention_heads
+  std::string hidden_act = "silu";                  // see Activation
+  std::int64_t max_position_embeddings = 2048;
+  double initializer_range = 0.02;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // Llama: bias on q, k, v and o_proj
+  bool mlp_bias = false;
+  double attention_dropout = 0.0;
+  std::optional<std::int64_t> pad_token_id;  // the embedding's padding_idx
+  RopeConfig rope;
+
+  [[nodiscard]] std::int64_t kv_heads() const { return num_key_value_heads.value_or(num_attention_heads); }
+  [[nodiscard]] std::int64_t head_size() const { return head_dim.value_or(hidden_size / num_attention_heads); }
+  [[nodiscard]] Activation activation_fn() const { return parse_activation(hidden_act, "hidden_act"); }
+};
+
+// transformers Qwen2Config (Qwen2ForCausalLM): Llama's layers with a bias on q, k and v (never on o_proj,
+// never in the MLP; there is no attention_bias key) and its own defaults. Sliding-window attention
+// (use_sliding_window true) is refused; sliding_window, max_window_layers and layer_types are kept as written.
+struct Qwen2Config : LlamaConfig {
+  Qwen2Config() {
+    vocab_size = 151936;
+    intermediate_size = 22016;
+    num_key_value_heads = 32;
+    max_position_embeddings = 32768;
+  }
+  bool use_sliding_window = false;
+};
+
+using ModelConfig = std::variant<std::monostate, DistilBertConfig, BertConfig, CnnConfig, MlpConfig, Gpt2Config,
+                                 LlamaConfig, Qwen2Config>;
 
 class HfConfig {
  public:
@@ -140,13 +220,18 @@ class HfConfig {
   void validate() const;
 
   [[nodiscard]] const std::string& model_type() const { return common.model_type; }
-  // True for distilbert, bert, hpctrain-cnn, hpctrain-mlp; false for the generic path.
+  // True for distilbert, bert, gpt2, llama, qwen2, hpctrain-cnn, hpctrain-mlp; false for the generic path.
   [[nodiscard]] bool is_known_model() const { return !std::holds_alternative<std::monostate>(model); }
   // The typed config; Error naming the actual model_type when it is another model.
   [[nodiscard]] const DistilBertConfig& distilbert() const;
   [[nodiscard]] const BertConfig& bert() const;
   [[nodiscard]] const CnnConfig& cnn() const;
   [[nodiscard]] const MlpConfig& mlp() const;
+  [[nodiscard]] const Gpt2Config& gpt2() const;
+  [[nodiscard]] const LlamaConfig& llama() const;
+  [[nodiscard]] const Qwen2Config& qwen2() const;
+  // llama() or qwen2(): the settings LlamaForCausalLM builds from.
+  [[nodiscard]] const LlamaConfig& llama_family() const;
   // The object as read (unknown keys included); empty object for a config built in code.
   [[nodiscard]] const nlohmann::json& raw() const { return raw_; }
   // What the config was read from (a path, or "config.json" for one built in code), for messages.

@@ -1,6 +1,6 @@
 // The interface every hpctrain model implements (Model) and its first kind, the sequence (or image)
-// classifier. Parameter names are Hugging Face's state-dict keys, so a checkpoint moves between hpctrain
-// and `transformers` as is.
+// classifier (the causal language models are in causal_lm.hpp). Parameter names are Hugging Face's
+// state-dict keys, so a checkpoint moves between hpctrain and `transformers` as is.
 // Not here: building a model from config.json (registry.hpp), loading/saving weights (weights.hpp,
 // pretrained.hpp). Models never see MPI.
 #pragma once
@@ -24,13 +24,14 @@ struct ModelInputs {
   at::Tensor token_type_ids;  // int64 [B, L] (BERT); absent = zeros
   at::Tensor pixel_values;    // floating [B, C, H, W] (vision models)
   // Absent = no loss. int64 [B] for single-label classification, floating [B, num_labels] for
-  // multi-label, floating [B] or [B, num_labels] for regression (see classification_loss).
+  // multi-label, floating [B] or [B, num_labels] for regression (see classification_loss); int64 [B, L] token
+  // ids for a causal LM, -100 = not predicted (see causal_lm_loss_sum).
   at::Tensor labels;
 };
 
 struct ModelOutput {
-  at::Tensor logits;  // [B, num_labels], in the activations' dtype
-  at::Tensor loss;    // scalar (mean over the batch); undefined when inputs.labels is
+  at::Tensor logits;  // [B, num_labels] (classifiers) or [B, L, vocab_size] (causal LMs), in the activations' dtype
+  at::Tensor loss;    // scalar (mean over the batch, or over the predicted tokens); undefined when inputs.labels is
 };
 
 // The loss transformers' *ForSequenceClassification computes for `logits` [B, num_labels] and
@@ -70,8 +71,8 @@ struct ModelSpec {
 
 // The base of every model (Note [Objectives] in train/objective.hpp): forward(inputs) -> logits (+ loss),
 // parameter names as Hugging Face's state-dict keys, the config it was built from. A model kind (the
-// sequence classifiers below; a causal LM later) derives from it; loading, saving and gradient checkpointing
-// (weights.hpp, pretrained.hpp, checkpointing.hpp) take a Model. Construct with from_config().
+// sequence classifiers below; the causal LMs of causal_lm.hpp) derives from it; loading, saving and gradient
+// checkpointing (weights.hpp, pretrained.hpp, checkpointing.hpp) take a Model. Construct with from_config().
 class Model : public torch::nn::Module {
  public:
   Model(const std::string& name, io::HfConfig config) : torch::nn::Module(name), config_(std::move(config)) {}

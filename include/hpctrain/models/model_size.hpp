@@ -35,7 +35,7 @@ struct ModelSize {
   [[nodiscard]] std::string largest_term() const;  // "; largest: FIELDS = N parameters", "" without terms
 };
 
-// Parameter count of the model from_config(config) would build. Error naming the fields when the count
+// Parameter count of the model build_model(config) would build. Error naming the fields when the count
 // (or a product on the way) overflows int64, or a size is not positive.
 [[nodiscard]] ModelSize estimate_model_size(const io::HfConfig& config);
 

@@ -2,6 +2,7 @@
 // io/ so that `transformers` loads what hpctrain saves and the other way round.
 #pragma once
 
+#include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/model.hpp"
 #include "hpctrain/models/weights.hpp"
 
@@ -12,16 +13,27 @@
 
 namespace hpctrain::models {
 
-struct Pretrained {
-  std::shared_ptr<SequenceClassifier> model;
+// A loaded model of kind M (SequenceClassifier, CausalLM or any Model) and what loading did.
+template <typename M>
+struct Loaded {
+  std::shared_ptr<M> model;
   LoadReport report;  // newly initialized head, ignored pretraining tensors, dtype conversions
 };
+using Pretrained = Loaded<SequenceClassifier>;
 
-// from_config(io::HfConfig::load(dir)), then load_state_dict() of the folder's safetensors weights (F16/BF16
-// upcast to the model's float32). Strict (weights.hpp, Note [Base checkpoints]): Error naming the
-// folder and every missing, unexpected or wrong-shaped tensor. A head absent from a base checkpoint
-// is initialized from LibTorch's default generator (torch::manual_seed first for reproducibility).
+// from_config(io::HfConfig::load(dir)) (a classifier: Error naming the model_type for another kind), then
+// load_state_dict() of the folder's safetensors weights (F16/BF16 upcast to the model's float32). Strict (weights.hpp,
+// Note [Base checkpoints]): Error naming the folder and every missing, unexpected or wrong-shaped tensor. A head absent
+// from a base checkpoint is initialized from LibTorch's default generator (torch::manual_seed first for
+// reproducibility).
 [[nodiscard]] Pretrained from_pretrained(const std::filesystem::path& dir);
+
+// As from_pretrained, for a causal LM (gpt2, llama, qwen2): the weights in any stored dtype are converted to
+// the model's float32; a tied head's lm_head.weight, if stored, is ignored (Note [Tied head]).
+[[nodiscard]] Loaded<CausalLM> causal_lm_from_pretrained(const std::filesystem::path& dir);
+
+// As from_pretrained, for any registered model kind (registry.hpp).
+[[nodiscard]] Loaded<Model> load_pretrained(const std::filesystem::path& dir);
 
 // The folder's tensors as CPU at::Tensors in their stored dtypes (copied out of the mapping).
 [[nodiscard]] StateDict read_weights(const std::filesystem::path& dir);

@@ -1,0 +1,78 @@
+// The next-token loss of the causal LMs (causal_lm.hpp).
+#include "hpctrain/models/causal_lm.hpp"
+
+#include "hpctrain/core/error.hpp"
+#include "models/decoder.hpp"
+
+#include <ATen/ATen.h>
+
+namespace hpctrain::models {
+
+namespace {
+constexpr int64_t kIgnoreIndex = -100;  // transformers' (and PyTorch's) ignore_index
+}  // namespace
+
+TokenLossSum causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labels) {
+  HPCTRAIN_CHECK(logits.dim() == 3, "causal LM loss: logits must be [batch, sequence, vocab], got {}",
+                 c10::str(logits.sizes()));
+  HPCTRAIN_CHECK(labels.dim() == 2 && labels.size(0) == logits.size(0) && labels.size(1) == logits.size(1),
+                 "causal LM loss: labels must be [batch, sequence] = [{}, {}] (the input_ids' shape), got {}",
+                 logits.size(0), logits.size(1), c10::str(labels.sizes()));
+  HPCTRAIN_CHECK(labels.scalar_type() == at::kLong, "causal LM loss: labels must be int64 token ids, got {}",
+                 std::string(c10::toString(labels.scalar_type())));
+  const int64_t vocab = logits.size(2);
+  // Position t predicts token t + 1; the last position predicts nothing.
+  const at::Tensor shifted_logits = logits.slice(1, 0, logits.size(1) - 1).to(at::kFloat).reshape({-1, vocab});
+  const at::Tensor shifted_labels = labels.slice(1, 1).reshape({-1});
+  TokenLossSum out;
+  out.sum = at::cross_entropy_loss(shifted_logits, shifted_labels, {}, at::Reduction::Sum, kIgnoreIndex);
+  out.count = shifted_labels.ne(kIgnoreIndex).sum();
+  return out;
+}
+
+ModelOutput CausalLM::output_of(at::Tensor logits, const ModelInputs& inputs) {
+  ModelOutput out;
+  if (inputs.labels.defined()) {
+    const TokenLossSum loss = causal_lm_loss_sum(logits, inputs.labels);
+    out.loss = loss.sum / loss.count.to(at::kFloat);
+  }
+  out.logits = std::move(logits);
+  return out;
+}
+
+}  // namespace hpctrain::models
+
+namespace hpctrain::models::detail {
+
+ModelSpec causal_lm_spec(const std::string& model_type, const std::string& architecture, const std::string& base_prefix,
+                         bool tied, std::vector<std::string> ignorable_suffixes) {
+  ModelSpec spec;
+  spec.model_type = model_type;
+  spec.architecture = architecture;
+  spec.base_model_prefix = base_prefix;
+  if (tied) {
+    spec.ignorable_prefixes.push_back("lm_head.");  // Note [Tied head]: transformers re-ties it to the embedding
+  } else {
+    spec.head_modules.push_back("lm_head");
+  }
+  spec.ignorable_suffixes = std::move(ignorable_suffixes);
+  return spec;
+}
+
+void check_causal_inputs(const ModelInputs& inputs, const char* model) {
+  const at::Tensor& ids = inputs.input_ids;
+  HPCTRAIN_CHECK(ids.defined() && ids.dim() == 2 && ids.size(1) >= 1 && ids.scalar_type() == at::kLong,
+                 "{}: input_ids must be an int64 tensor [batch, sequence] with at least one token", model);
+  const at::Tensor& mask = inputs.attention_mask;
+  HPCTRAIN_CHECK(!mask.defined() || mask.sizes() == ids.sizes(),
+                 "{}: attention_mask must have the shape of input_ids {}, got {}", model, c10::str(ids.sizes()),
+                 c10::str(mask.sizes()));
+}
+
+at::Tensor head_logits(const at::Tensor& hidden, const torch::nn::Linear& lm_head,
+                       const torch::nn::Embedding& embedding) {
+  if (!lm_head.is_empty()) return lm_head.ptr()->forward(hidden);
+  return at::linear(hidden, embedding->weight);
+}
+
+}  // namespace hpctrain::models::detail

@@ -1,0 +1,28 @@
+// Private to src/models: pieces the causal LMs (gpt2.cpp, llama.cpp) share.
+#pragma once
+
+#include "hpctrain/models/model.hpp"
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+
+#include <string>
+#include <vector>
+
+namespace hpctrain::models::detail {
+
+// The spec of a causal LM whose base model is under `base_prefix`: untied, "lm_head" is a head module; tied,
+// a checkpoint's lm_head.weight is ignored (Note [Tied head]). `ignorable_suffixes`: legacy buffers.
+[[nodiscard]] ModelSpec causal_lm_spec(const std::string& model_type, const std::string& architecture,
+                                       const std::string& base_prefix, bool tied,
+                                       std::vector<std::string> ignorable_suffixes = {});
+
+// Error naming `model` unless input_ids is int64 [B, L] with L >= 1 and attention_mask, when given, [B, L].
+void check_causal_inputs(const ModelInputs& inputs, const char* model);
+
+// lm_head(hidden), or hidden @ embedding^T when the head is tied (lm_head null, Note [Tied head]).
+[[nodiscard]] at::Tensor head_logits(const at::Tensor& hidden, const torch::nn::Linear& lm_head,
+                                     const torch::nn::Embedding& embedding);
+
+}  // namespace hpctrain::models::detail

@@ -1,0 +1,140 @@
+// GPT2LMHeadModel (see gpt2.hpp).
+#include "hpctrain/models/gpt2.hpp"
+
+#include "hpctrain/core/error.hpp"
+#include "models/attention.hpp"
+#include "models/decoder.hpp"
+#include "models/dropout.hpp"
+#include "models/layers.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <cmath>
+
+namespace hpctrain::models {
+
+namespace {
+
+torch::nn::LayerNorm make_layer_norm(const io::Gpt2Config& s) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.n_embd}).eps(s.layer_norm_epsilon));
+}
+
+}  // namespace
+
+Gpt2Conv1D::Gpt2Conv1D(int64_t in_features, int64_t out_features) {
+  weight = register_parameter("weight", at::empty({in_features, out_features}));  // Note [Conv1D weights]
+  bias = register_parameter("bias", at::zeros({out_features}));
+}
+
+at::Tensor Gpt2Conv1D::forward(const at::Tensor& x) {
+  // As transformers' Conv1D (addmm also under autocast, so bf16 regions cast the bias as there).
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = weight.size(1);
+  return at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(shape);
+}
+
+Gpt2Attention::Gpt2Attention(const io::Gpt2Config& s)
+    : heads_(s.n_head),
+      scale_(s.scale_attn_weights ? 1.0 / std::sqrt(static_cast<double>(s.n_embd / s.n_head)) : 1.0),
+      attn_dropout_(s.attn_pdrop),
+      resid_dropout_(s.resid_pdrop) {
+  c_attn = register_module("c_attn", std::make_shared<Gpt2Conv1D>(s.n_embd, 3 * s.n_embd));
+  c_proj = register_module("c_proj", std::make_shared<Gpt2Conv1D>(s.n_embd, s.n_embd));
+}
+
+at::Tensor Gpt2Attention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
+  const std::vector<at::Tensor> qkv = c_attn->forward(hidden).chunk(3, -1);
+  const at::Tensor context = detail::causal_self_attention(qkv[0], qkv[1], qkv[2], key_mask, heads_, heads_, scale_,
+                                                           attn_dropout_, is_training());
+  return detail::seeded_dropout(c_proj->forward(context), resid_dropout_, is_training());
+}
+
+Gpt2Mlp::Gpt2Mlp(const io::Gpt2Config& s) : activation_(s.activation_fn()), dropout_(s.resid_pdrop) {
+  c_fc = register_module("c_fc", std::make_shared<Gpt2Conv1D>(s.n_embd, s.inner_size()));
+  c_proj = register_module("c_proj", std::make_shared<Gpt2Conv1D>(s.inner_size(), s.n_embd));
+}
+
+at::Tensor Gpt2Mlp::forward(const at::Tensor& hidden) {
+  const at::Tensor x = c_proj->forward(detail::activate(c_fc->forward(hidden), activation_));
+  return detail::seeded_dropout(x, dropout_, is_training());
+}
+
+Gpt2Block::Gpt2Block(const io::Gpt2Config& s) {
+  ln_1 = register_module("ln_1", make_layer_norm(s));
+  attn = register_module("attn", std::make_shared<Gpt2Attention>(s));
+  ln_2 = register_module("ln_2", make_layer_norm(s));
+  mlp = register_module("mlp", std::make_shared<Gpt2Mlp>(s));
+}
+
+at::Tensor Gpt2Block::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
+  const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), key_mask);
+  return attended + mlp->forward(detail::norm_in_fp32(ln_2, attended));
+}
+
+Gpt2Model::Gpt2Model(const io::Gpt2Config& s) {
+  wte = register_module("wte", torch::nn::Embedding(s.vocab_size, s.n_embd));
+  wpe = register_module("wpe", torch::nn::Embedding(s.n_positions, s.n_embd));
+  torch::nn::ModuleList blocks;
+  for (int64_t i = 0; i < s.n_layer; ++i) {
+    h.push_back(std::make_shared<Gpt2Block>(s));
+    blocks->push_back(h.back());
+  }
+  register_module("h", blocks);
+  ln_f = register_module("ln_f", make_layer_norm(s));
+}
+
+GPT2LMHeadModel::GPT2LMHeadModel(io::HfConfig config)
+    : CausalLM("GPT2LMHeadModel", std::move(config)),
+      settings_(this->config().gpt2()),
+      spec_(detail::causal_lm_spec("gpt2", "GPT2LMHeadModel", "transformer", settings_.tie_word_embeddings,
+                                   {".attn.bias", ".attn.masked_bias"})) {  // causal-mask buffers of old exports
+  transformer = register_module("transformer", std::make_shared<Gpt2Model>(settings_));
+  if (!settings_.tie_word_embeddings) {
+    lm_head = register_module(
+        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(settings_.n_embd, settings_.vocab_size).bias(false)));
+  }
+  init_weights();
+}
+
+void GPT2LMHeadModel::init_weights() {
+  detail::init_like_transformers(*this, settings_.initializer_range);  // embeddings, LayerNorms, lm_head
+  at::NoGradGuard no_grad;
+  // transformers scales the residual projections ("c_proj.weight") by 1/sqrt(2 n_layer) (GPT-2 paper, 2.3).
+  const double weight_std = settings_.initializer_range;
+  const double proj_std = weight_std / std::sqrt(2.0 * static_cast<double>(settings_.n_layer));
+  auto init = [](Gpt2Conv1D& conv, double conv_std) {
+    conv.weight.normal_(0.0, conv_std);
+    conv.bias.zero_();
+  };
+  for (const auto& block : transformer->h) {
+    init(*block->attn->c_attn, weight_std);
+    init(*block->attn->c_proj, proj_std);
+    init(*block->mlp->c_fc, weight_std);
+    init(*block->mlp->c_proj, proj_std);
+  }
+}
+
+ModelOutput GPT2LMHeadModel::forward(const ModelInputs& inputs) {
+  detail::check_causal_inputs(inputs, "GPT-2");
+  const int64_t length = inputs.input_ids.size(1);
+  HPCTRAIN_CHECK(length <= settings_.n_positions,
+                 "GPT-2: sequence length {} exceeds n_positions {}; truncate the input", length, settings_.n_positions);
+  const at::Tensor positions = at::arange(length, inputs.input_ids.options()).unsqueeze(0);
+  at::Tensor hidden = transformer->wte->forward(inputs.input_ids) + transformer->wpe->forward(positions);
+  hidden = detail::seeded_dropout(hidden, settings_.embd_pdrop, is_training());
+  for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, inputs.attention_mask);
+  hidden = detail::norm_in_fp32(transformer->ln_f, hidden);
+  return output_of(detail::head_logits(hidden, lm_head, transformer->wte), inputs);
+}
+
+const ModelSpec& GPT2LMHeadModel::spec() const { return spec_; }
+
+std::vector<TransformerLayer*> GPT2LMHeadModel::transformer_layers() {
+  std::vector<TransformerLayer*> out;
+  for (const auto& block : transformer->h) out.push_back(block.get());
+  return out;
+}
+
+}  // namespace hpctrain::models
