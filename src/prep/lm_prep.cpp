@@ -54,12 +54,6 @@ fs::path stream_path(const fs::path& stem, int rank, std::size_t input) {
   return fmt::format("{}.r{}.i{}.tokens", stem.string(), rank, input);
 }
 
-// Sizes from --memory-mb: a block of documents (pass 1), the bucket buffers and one bucket of rows (rank 0).
-struct Budget {
-  std::size_t block_bytes = 0;
-  std::size_t buffer_bytes = 0;
-  int64_t rows_per_bucket = 0;
-};
 
 std::size_t pass1_block_bytes(const LmPrepOptions& options) {
   // Raw text; its strings and ids take about 4x (the plan comes later, and is checked then).

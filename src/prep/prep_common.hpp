@@ -60,4 +60,12 @@ void remove_own_temporaries(const std::filesystem::path& stem, const std::filesy
 // stopped, rethrows the first exception (the others stop taking chunks after it).
 void parallel_chunks(std::size_t chunks, int threads, const std::function<void(std::size_t)>& work);
 
+// What --memory-mb allows a prep run: a block of raw rows or documents per read, the bucket files' write
+// buffers and one bucket of examples held by rank 0 (each prep's plan_budget sizes them).
+struct Budget {
+  std::size_t block_bytes = 0;
+  std::size_t buffer_bytes = 0;
+  int64_t rows_per_bucket = 0;
+};
+
 }  // namespace hpctrain::prep::detail

@@ -155,12 +155,6 @@ std::vector<int32_t> gather_labels(const Input& input, const LabelMap& labels, d
   return all;
 }
 
-// Sizes from --memory-mb: the plan, then a block of raw rows (pass 2) and a bucket of examples (rank 0).
-struct Budget {
-  std::size_t block_bytes = 0;
-  std::size_t buffer_bytes = 0;
-  int64_t rows_per_bucket = 0;
-};
 
 Budget plan_budget(const TextPrepOptions& options, int64_t rows, int max_length, std::size_t buckets_hint) {
   const int64_t total = static_cast<int64_t>(options.memory_mb) << 20;
