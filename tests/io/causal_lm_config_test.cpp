@@ -18,7 +18,8 @@ io::HfConfig parse(const std::string& text) { return io::HfConfig::from_json(jso
 BOOST_AUTO_TEST_SUITE(causal_lm_config)
 
 BOOST_AUTO_TEST_CASE(gpt2_defaults_and_aliases) {
-  const io::Gpt2Config& d = parse(R"({"model_type": "gpt2"})").gpt2();
+  const io::HfConfig config = parse(R"({"model_type": "gpt2"})");  // gpt2() refers into it
+  const io::Gpt2Config& d = config.gpt2();
   BOOST_TEST(d.vocab_size == 50257);
   BOOST_TEST(d.n_positions == 1024);
   BOOST_TEST(d.n_embd == 768);
