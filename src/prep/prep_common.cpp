@@ -100,4 +100,16 @@ void parallel_chunks(std::size_t chunks, int threads, const std::function<void(s
   if (error) std::rethrow_exception(error);
 }
 
+void sum_row_counts_over_ranks(int64_t& invalid_utf8, int64_t& truncated, std::map<std::string, int64_t>& skipped,
+                               const std::vector<std::string>& reasons, dist::Comm& comm) {
+  std::vector<int64_t> values = {invalid_utf8, truncated};
+  for (const std::string& reason : reasons) values.push_back(skipped.count(reason) ? skipped.at(reason) : 0);
+  comm.allreduce(values.data(), values.size());
+  invalid_utf8 = values[0];
+  truncated = values[1];
+  skipped.clear();
+  for (std::size_t i = 0; i < reasons.size(); ++i)
+    if (values[2 + i] > 0) skipped[reasons[i]] = values[2 + i];
+}
+
 }  // namespace hpctrain::prep::detail

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -67,5 +69,11 @@ struct Budget {
   std::size_t buffer_bytes = 0;
   int64_t rows_per_bucket = 0;
 };
+
+// Sums over the ranks (collective: all take part) the counters each rank has for its own rows: rows whose
+// invalid UTF-8 was replaced, truncated examples and, for each of `reasons`, the rows skipped (an entry of
+// `skipped` is kept only when its sum is > 0).
+void sum_row_counts_over_ranks(int64_t& invalid_utf8, int64_t& truncated, std::map<std::string, int64_t>& skipped,
+                               const std::vector<std::string>& reasons, dist::Comm& comm);
 
 }  // namespace hpctrain::prep::detail

@@ -336,15 +336,10 @@ data::FileAttributes attributes_of(const TextPrepOptions& options, const LabelMa
 
 // The counters every rank has for its own rows, summed (all ranks take part).
 void sum_over_ranks(TextPrepReport& report, TokenizeCounts& counts, dist::Comm& comm) {
-  static const char* const kReasons[] = {"malformed row", "missing field", "empty text", "label not in --labels"};
-  std::vector<int64_t> values = {counts.invalid_utf8, counts.truncated};
-  for (const char* reason : kReasons) values.push_back(report.skipped.count(reason) ? report.skipped.at(reason) : 0);
-  comm.allreduce(values.data(), values.size());
-  report.rows_with_invalid_utf8 = values[0];
-  report.truncated = values[1];
-  report.skipped.clear();
-  for (std::size_t i = 0; i < std::size(kReasons); ++i)
-    if (values[2 + i] > 0) report.skipped[kReasons[i]] = values[2 + i];
+  report.rows_with_invalid_utf8 = counts.invalid_utf8;
+  report.truncated = counts.truncated;
+  sum_row_counts_over_ranks(report.rows_with_invalid_utf8, report.truncated, report.skipped,
+                            {"malformed row", "missing field", "empty text", "label not in --labels"}, comm);
 }
 
 }  // namespace
