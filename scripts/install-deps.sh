@@ -20,8 +20,9 @@ data_packages=(fortunes dataset-fashion-mnist python3)
 # Tests read files back with h5py to prove Python users can open them.
 test_packages=(python3-h5py)
 # The slurm tests' one-node cluster (scripts/slurm-local.sh; not the slurm-wlm metapackage, which pulls 34
-# packages) and the two-host test's network namespaces (iproute2).
-slurm_packages=(slurmctld slurmd slurm-client munge iproute2)
+# packages), the two-host tests' network namespaces (iproute2) and strace, which holds a rank's renames so that
+# a link cut lands at a set point of a save or a run (tests/multihost/test_link_down_*.sh).
+slurm_packages=(slurmctld slurmd slurm-client munge iproute2 strace)
 # scripts/fuzz.sh: libFuzzer needs clang and its sanitizer runtimes (docs/fuzzing.md).
 fuzz_packages=(clang-14 libclang-rt-14-dev)
 
