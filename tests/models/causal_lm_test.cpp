@@ -1,6 +1,7 @@
 // Causal LMs (GPT-2, Llama, Qwen2): logits and loss against transformers (golden/causal_lm_reference.py),
 // Hugging Face names and the tied head, save -> load identity, strict loading, causality, checkpointing.
 #include "fixtures.hpp"
+#include "../error_capture.hpp"
 
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
@@ -24,6 +25,8 @@
 namespace hpctrain::models {
 namespace {
 
+using hpctrain::testing::contains;
+using hpctrain::testing::error_message;
 using testing::golden_dir;
 
 // transformers computes in float32 from the same (for bf16: upcast) weights; only summation order differs.
@@ -52,18 +55,6 @@ at::Tensor real_token_logits(const at::Tensor& logits, const ModelInputs& inputs
   if (!inputs.attention_mask.defined()) return logits.reshape({-1, logits.size(-1)});
   return logits.index({inputs.attention_mask.to(at::kBool)});
 }
-
-template <typename Body>
-std::string error_of(Body body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 BOOST_AUTO_TEST_SUITE(causal_lm_golden)
 
@@ -122,7 +113,7 @@ BOOST_AUTO_TEST_CASE(loss_sum_and_count_are_the_shifted_cross_entropy) {
       if (label != -100) by_hand -= log_probs[b][t][label].item<double>();
     }
   BOOST_TEST(std::abs(loss.sum.item<double>() - by_hand) < 1e-4);
-  const std::string message = error_of([&] { (void)causal_lm_loss_sum(logits, inputs.labels.slice(1, 1)); });
+  const std::string message = error_message([&] { (void)causal_lm_loss_sum(logits, inputs.labels.slice(1, 1)); });
   BOOST_TEST(contains(message, "labels must be [batch, sequence]"));
 }
 
@@ -324,12 +315,12 @@ BOOST_AUTO_TEST_CASE(the_registry_builds_causal_lms_and_keeps_kinds_apart) {
   BOOST_TEST((model_kind("gpt2") == ModelKind::causal_lm));
   BOOST_TEST((model_kind("bert") == ModelKind::sequence_classifier));
   BOOST_TEST(dynamic_cast<GPT2LMHeadModel*>(build_model(gpt2).get()) != nullptr);
-  const std::string message = error_of([&] { (void)from_config(gpt2); });
+  const std::string message = error_message([&] { (void)from_config(gpt2); });
   BOOST_TEST(contains(message, "model_type \"gpt2\" builds a causal language model"));
   BOOST_TEST(contains(message, "a sequence classifier is needed"));
   const io::HfConfig bert = io::HfConfig::load(golden_dir() / "tiny-bert-f32");
-  BOOST_TEST(contains(error_of([&] { (void)causal_lm_from_config(bert); }), "builds a sequence classifier"));
-  BOOST_TEST(contains(error_of([&] { (void)from_pretrained(golden_dir() / "tiny-qwen2"); }), "qwen2"));
+  BOOST_TEST(contains(error_message([&] { (void)causal_lm_from_config(bert); }), "builds a sequence classifier"));
+  BOOST_TEST(contains(error_message([&] { (void)from_pretrained(golden_dir() / "tiny-qwen2"); }), "qwen2"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
@@ -342,7 +333,7 @@ BOOST_AUTO_TEST_CASE(missing_unexpected_and_wrong_shaped_tensors_are_named) {
   weights.emplace("model.layers.0.self_attn.q_proj.bias", at::zeros({32}));
   weights["model.layers.0.self_attn.k_proj.weight"] = at::zeros({32, 32});  // as if without GQA
   const auto model = causal_lm_from_config(io::HfConfig::load(golden_dir() / "tiny-llama-gqa-llama3"));
-  const std::string message = error_of([&] { (void)load_state_dict(*model, weights, "tiny-llama"); });
+  const std::string message = error_message([&] { (void)load_state_dict(*model, weights, "tiny-llama"); });
   BOOST_TEST_MESSAGE(message);
   BOOST_TEST(contains(message, "LlamaForCausalLM"));
   BOOST_TEST(contains(message, "1 missing, 1 unexpected, 1 wrong-shaped"));
@@ -355,7 +346,7 @@ BOOST_AUTO_TEST_CASE(gpt2_conv1d_weights_are_not_linear_weights) {
   StateDict weights = read_weights(golden_dir() / "tiny-gpt2-f32");
   weights["transformer.h.0.mlp.c_fc.weight"] = weights["transformer.h.0.mlp.c_fc.weight"].t().contiguous();
   const auto model = causal_lm_from_config(io::HfConfig::load(golden_dir() / "tiny-gpt2-f32"));
-  const std::string message = error_of([&] { (void)load_state_dict(*model, weights, "tiny-gpt2"); });
+  const std::string message = error_message([&] { (void)load_state_dict(*model, weights, "tiny-gpt2"); });
   BOOST_TEST(contains(message, "transformer.h.0.mlp.c_fc.weight [24, 96] vs [96, 24]"));
 }
 
