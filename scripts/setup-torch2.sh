@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 # Pinned: torch 2.15.0 is built with CUDA 13.2 and the C++11 ABI (as Debian's Boost and fmt are).
 torch_version=2.15.0
 tensorboard_version=2.21.0  # mpi.train.tensorboard reads its event files with TensorBoard itself
+transformers_version=5.24.0  # mpi.train.causal_lm loads final/ with transformers and compares its loss
+h5py_version=3.15.1
 venv=${HPCTRAIN_TORCH2_VENV:-.venv-torch2}
 python=${HPCTRAIN_PYTHON:-python3}
 
@@ -25,6 +27,9 @@ if [[ "$have" != "$torch_version" ]]; then
 fi
 "$venv/bin/python" -c 'import tensorboard' 2>/dev/null \
   || "$venv/bin/python" -m pip install -q --disable-pip-version-check "tensorboard==$tensorboard_version"
+have=$("$venv/bin/python" -c 'import transformers, h5py; print(transformers.__version__)' 2>/dev/null || true)
+[[ "$have" == "$transformers_version" ]] \
+  || "$venv/bin/python" -m pip install -q --disable-pip-version-check "transformers==$transformers_version" "h5py==$h5py_version"
 torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
 
 cuda_home=${CUDA_HOME:-}

@@ -74,7 +74,7 @@ void agree_on_options(const ModelDataOptions& options, dist::Comm& comm, const c
   train::RunDescription mine;
   dist::run_collectively(comm, "describing the run for the ranks' agreement", [&] {
     const data::DatasetReader dataset(options.data);
-    (void)train::make_objective(dataset);  // a task without an objective (causal-lm) fails before the model loads
+    (void)train::make_objective(dataset);  // a task without an objective fails before the model loads
     mine = describe(options, dataset);
   });
   train::agree_across_ranks(comm, mine, fmt::format("the options of `hpctrain {}` and its dataset", command));
@@ -82,7 +82,7 @@ void agree_on_options(const ModelDataOptions& options, dist::Comm& comm, const c
 
 // Model and this rank's loader over the split, checked against each other.
 struct Loaded {
-  std::shared_ptr<models::SequenceClassifier> model;
+  std::shared_ptr<models::Model> model;  // a classifier, or a causal LM for a causal-lm dataset
   std::unique_ptr<loader::ShardLoader> loader;
   at::Device device{at::kCPU};
 };
@@ -110,16 +110,16 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
     loaded.loader = std::make_unique<loader::ShardLoader>(options.data, split_loader_options(options, comm));
     train::check_model_fits_dataset(io::HfConfig::load(options.model), options.model, loaded.loader->reader(),
                                     {options.split}, /*check_labels=*/true);
-    auto pretrained = models::from_pretrained(options.model);
+    auto pretrained = models::load_pretrained(options.model);
     if (!pretrained.report.newly_initialized.empty())
-      log::warning("{}: the classification head is not in the checkpoint; its predictions are random\n{}", options.model,
-                   pretrained.report.summary());
+      log::warning("{}: the head ({}) is not in the checkpoint; its predictions are random\n{}", options.model,
+                   fmt::join(pretrained.report.newly_initialized, ", "), pretrained.report.summary());
     train::check_finite_weights(*pretrained.model, options.model);
     loaded.model = pretrained.model;
     loaded.model->to(loaded.device);
   });
   const auto& dataset_labels = loaded.loader->reader().label_names();
-  if (dataset_labels != loaded.model->config().common.id2label)
+  if (data::has_labels(loaded.loader->reader().task()) && dataset_labels != loaded.model->config().common.id2label)
     log::warning("label names differ: dataset {} vs model {}; using the model's", fmt::join(dataset_labels, ","),
                  fmt::join(loaded.model->config().common.id2label, ","));
   return loaded;
@@ -197,7 +197,7 @@ int predict_command(const Args& args, dist::Comm& comm) {
 }
 
 int inspect_model(const std::string& dir, bool json) {
-  auto pretrained = models::from_pretrained(dir);
+  auto pretrained = models::load_pretrained(dir);
   const auto& model = *pretrained.model;
   std::map<std::string, int64_t> by_module;
   int64_t total = 0;

@@ -154,6 +154,8 @@ po::options_description logging_group(train::TrainOptions& o, std::string& trace
   g.add_options()
       ("logging-steps", po::value(&o.logging_steps)->default_value(o.logging_steps), "steps between metrics.jsonl lines")
       ("log-all-ranks", po::bool_switch(&o.accelerator.log_all_ranks), "every rank logs, lines prefixed with the rank")
+      ("peak-tflops", po::value(&o.peak_tflops)->default_value(0), "a rank's peak TFLOP/s for MFU in metrics.jsonl and "
+       "the progress line (0: measured at start with matrix products in the training dtype)")
       ("no-progress", "plain progress lines instead of a progress bar")
       ("report-to", po::value(&o.report_to)->default_value(o.report_to), "tensorboard | none: tensorboard writes "
        "OUTPUT/runs/events.out.tfevents.* (rank 0; the values of metrics.jsonl)")

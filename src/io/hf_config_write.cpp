@@ -113,6 +113,16 @@ json HfConfig::to_json() const {
   return out;
 }
 
+void HfConfig::set_extra(const std::string& key, json value) {
+  json typed = json::object();
+  write_common(common, typed);
+  std::visit([&](const auto& model_config) { write_model(model_config, typed); }, model);
+  HPCTRAIN_CHECK(!typed.contains(key), "config.json key '{}' is a typed field of model_type '{}': set it through the "
+                 "typed config", key, model_type());
+  if (!raw_.is_object()) raw_ = json::object();
+  raw_[key] = std::move(value);
+}
+
 std::string HfConfig::to_json_string() const {
   // json.dumps(config, indent=2, sort_keys=True) + "\n": nlohmann's json keeps keys sorted.
   return to_json().dump(2, ' ', true) + "\n";

@@ -35,7 +35,7 @@ ExampleStore ExampleStore::load_runs(const data::DatasetReader& reader, const st
                                      std::vector<int64_t> examples) {
   check_sorted(examples);
   ExampleStore store;
-  const bool is_text = reader.task() == data::Task::text_classification;
+  const bool is_text = data::is_text_task(reader.task());
   // The first run is moved in, not copied: a resident shard is usually one run, and copying it would
   // need twice its memory for a moment.
   for (const Range& run : contiguous_runs(examples)) {
@@ -63,7 +63,7 @@ ExampleStore ExampleStore::load_scattered(const data::DatasetReader& reader, con
                                           std::vector<int64_t> examples) {
   check_sorted(examples);
   ExampleStore store;
-  if (reader.task() == data::Task::text_classification) {
+  if (data::is_text_task(reader.task())) {
     store.text_ = reader.read_text_indices(split, examples);
   } else {
     store.images_ = reader.read_image_indices(split, examples);

@@ -73,7 +73,7 @@ ShardLoader::Impl::Impl(const std::filesystem::path& file, LoaderOptions loader_
     : options(std::move(loader_options)), reader(file) {
   check_options(options);
   info = reader.split_info(options.split);
-  is_text = reader.task() == data::Task::text_classification;
+  is_text = data::is_text_task(reader.task());
   sampler.num_examples = info.num_examples;
   sampler.rank = options.rank;
   sampler.world_size = options.world_size;

@@ -55,6 +55,10 @@ class Classification final : public Objective {
                    dataset.path().string(), dataset.num_labels());
   }
 
+  double count(const loader::Batch& /*batch*/, const at::Tensor& keep) const override {
+    return static_cast<double>(keep.sum().item<int64_t>());
+  }
+
   MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
                       const Accelerator& acc) override {
     models::ModelInputs inputs = to_model_inputs(batch, acc.device());
@@ -69,7 +73,7 @@ class Classification final : public Objective {
     const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
     MicroBatchLoss out;
     out.sum = at::where(keep.to(acc.device()), per_example, at::zeros_like(per_example)).sum();
-    out.count = static_cast<double>(keep.sum().item<int64_t>());
+    out.count = count(batch, keep);
     return out;
   }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/registry.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -19,11 +20,17 @@ bool is_image_model(const io::HfConfig& config) {
   return config.model_type() == "hpctrain-cnn" || config.model_type() == "hpctrain-mlp";
 }
 
+bool is_causal_lm(const io::HfConfig& config) {
+  return config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
+}
+
 struct TextLimits {
   int64_t vocab_size = 0, max_positions = 0, type_vocab_size = 0;  // type_vocab_size 0: ignores token_type_ids
 };
 
 TextLimits text_limits(const io::HfConfig& config) {
+  if (config.model_type() == "gpt2") return {config.gpt2().vocab_size, config.gpt2().n_positions, 0};
+  if (is_causal_lm(config)) return {config.llama_family().vocab_size, config.llama_family().max_position_embeddings, 0};
   if (config.model_type() == "distilbert") {
     const auto& c = config.distilbert();
     return {c.vocab_size, c.max_position_embeddings, 0};
@@ -51,8 +58,13 @@ void check_text_split(const TextLimits& limits, const std::string& model, const 
 
 void check_text(const io::HfConfig& config, const std::string& model, const data::DatasetReader& dataset,
                 const std::vector<std::string>& splits) {
-  HPCTRAIN_CHECK(is_text_model(config), "{}: model_type '{}' is not a text model, but '{}' is a text dataset", model,
-                 config.model_type(), dataset.path().string());
+  if (dataset.task() == data::Task::causal_lm)
+    HPCTRAIN_CHECK(is_causal_lm(config), "{}: model_type '{}' is not a causal language model, but '{}' is a causal-lm "
+                   "dataset\n  hint: train a gpt2, llama or qwen2 model on it (--model-config preset:tiny-gpt2)", model,
+                   config.model_type(), dataset.path().string());
+  else
+    HPCTRAIN_CHECK(is_text_model(config), "{}: model_type '{}' is not a text model for classification, but "
+                   "'{}' is a text classification dataset", model, config.model_type(), dataset.path().string());
   const TextLimits limits = text_limits(config);
   HPCTRAIN_CHECK(dataset.vocab_size() <= limits.vocab_size,
                  "{}: vocab_size {} is smaller than the tokenizer of '{}' "
@@ -82,18 +94,18 @@ void check_images(const io::HfConfig& config, const std::string& model, const da
 void check_model_fits_dataset(const io::HfConfig& config, const std::string& model_source,
                               const data::DatasetReader& dataset, const std::vector<std::string>& splits,
                               bool check_labels) {
-  if (dataset.task() == data::Task::text_classification)
+  if (data::is_text_task(dataset.task()))
     check_text(config, model_source, dataset, splits);
   else
     check_images(config, model_source, dataset, splits);
-  if (!check_labels) return;
+  if (!check_labels || !data::has_labels(dataset.task())) return;
   HPCTRAIN_CHECK(config.common.num_labels() == dataset.num_labels(),
                  "'{}' has {} labels but the model in {} has {} "
                  "(config.json id2label)",
                  dataset.path().string(), dataset.num_labels(), model_source, config.common.num_labels());
 }
 
-void check_finite_weights(const models::SequenceClassifier& model, const std::string& model_source) {
+void check_finite_weights(const models::Model& model, const std::string& model_source) {
   for (const auto& item : model.named_parameters()) {
     const at::Tensor& tensor = item.value();
     const int64_t bad = tensor.numel() - at::isfinite(tensor.detach()).sum().item<int64_t>();

@@ -14,27 +14,10 @@
 namespace hpctrain::train {
 namespace {
 
-// Puts the model in eval mode for a scope and restores its mode afterwards.
-class EvalModeScope {
- public:
-  explicit EvalModeScope(torch::nn::Module& model) : model_(model), was_training_(model.is_training()) { model_.eval(); }
-  ~EvalModeScope() { model_.train(was_training_); }
-
- private:
-  torch::nn::Module& model_;
-  bool was_training_;
-};
-
 at::Tensor on(const at::Tensor& tensor, const at::Device& device) {
   // A pinned batch (LoaderOptions::pin_memory) is copied asynchronously; the device's stream orders its use.
   return tensor.defined() ? tensor.to(device, /*non_blocking=*/tensor.is_pinned()) : tensor;
 }
-
-// Examples whose logits hold NaN/Inf, counted per rank and then over all ranks.
-struct NonFiniteRows {
-  int64_t examples = 0;
-  int64_t first = std::numeric_limits<int64_t>::max();  // smallest example index (position in the split)
-};
 
 // Counts the rows of `logits` [rows, labels] with a non-finite value; `example_index` [rows] names them.
 // Returns the mask of the finite rows.
@@ -49,9 +32,8 @@ at::Tensor note_nonfinite(const at::Tensor& logits, const at::Tensor& example_in
   return finite;
 }
 
-// Collective. Every rank reduces the same counts and so takes the same decision: all ranks throw the same
-// Error or none does (the agreement Note [Agree on the first failure] asks for, with global figures).
-// Returns the number of such examples over all ranks (with `policy` count).
+}  // namespace
+
 int64_t agree_on_nonfinite(dist::Comm& comm, NonFiniteRows seen, const char* what, NonFinite policy) {
   seen.examples = comm.allreduce_value(seen.examples);
   seen.first = comm.allreduce_value(seen.first, dist::ReduceOp::min);
@@ -63,8 +45,6 @@ int64_t agree_on_nonfinite(dist::Comm& comm, NonFiniteRows seen, const char* wha
                  what, seen.examples, seen.first);
   return seen.examples;
 }
-
-}  // namespace
 
 models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device& device) {
   models::ModelInputs inputs;
@@ -115,6 +95,22 @@ EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader
   return result;
 }
 
+std::vector<double> gather_rows(dist::Comm& comm, std::vector<double> rows) {
+  // Variable sizes: agree on the largest, pad, gather, trim.
+  const auto counts = comm.allgather_value<int64_t>(static_cast<int64_t>(rows.size()));
+  const int64_t longest = *std::max_element(counts.begin(), counts.end());
+  rows.resize(static_cast<std::size_t>(longest), 0.0);
+  std::vector<double> all(static_cast<std::size_t>(longest * comm.world_size()));
+  comm.allgather(rows.data(), static_cast<std::size_t>(longest) * sizeof(double), all.data());
+  std::vector<double> out;
+  if (!comm.is_main_process()) return out;
+  for (int r = 0; r < comm.world_size(); ++r) {
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(r * longest);
+    out.insert(out.end(), first, first + counts[static_cast<std::size_t>(r)]);
+  }
+  return out;
+}
+
 std::vector<Prediction> predict(models::SequenceClassifier& model, loader::ShardLoader& loader, dist::Comm& comm,
                                 const at::Device& device) {
   EvalModeScope eval_mode(model);
@@ -139,24 +135,16 @@ std::vector<Prediction> predict(models::SequenceClassifier& model, loader::Shard
     }
   }
   (void)agree_on_nonfinite(comm, nonfinite, "prediction", NonFinite::fail);
-  // Variable sizes: agree on the largest, pad, gather, trim.
-  const auto counts = comm.allgather_value<int64_t>(static_cast<int64_t>(rows.size()));
-  const int64_t longest = *std::max_element(counts.begin(), counts.end());
-  rows.resize(static_cast<std::size_t>(longest), 0.0);
-  std::vector<double> all(static_cast<std::size_t>(longest * comm.world_size()));
-  comm.allgather(rows.data(), static_cast<std::size_t>(longest) * sizeof(double), all.data());
+  const std::vector<double> all = gather_rows(comm, rows);
   std::vector<Prediction> predictions;
   if (!comm.is_main_process()) return predictions;
-  const int64_t width = 2 + k;
-  for (int r = 0; r < comm.world_size(); ++r) {
-    const double* base = all.data() + static_cast<std::size_t>(r * longest);
-    for (int64_t at = 0; at < counts[static_cast<std::size_t>(r)]; at += width) {
-      Prediction p;
-      p.index = static_cast<int64_t>(base[at]);
-      p.label = static_cast<int64_t>(base[at + 1]);
-      p.logits.assign(base + at + 2, base + at + width);
-      predictions.push_back(std::move(p));
-    }
+  const auto width = static_cast<std::size_t>(2 + k);
+  for (std::size_t at = 0; at < all.size(); at += width) {
+    Prediction p;
+    p.index = static_cast<int64_t>(all[at]);
+    p.label = static_cast<int64_t>(all[at + 1]);
+    p.logits.assign(all.begin() + static_cast<std::ptrdiff_t>(at + 2), all.begin() + static_cast<std::ptrdiff_t>(at + width));
+    predictions.push_back(std::move(p));
   }
   std::sort(predictions.begin(), predictions.end(), [](const Prediction& a, const Prediction& b) { return a.index < b.index; });
   return predictions;

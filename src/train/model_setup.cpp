@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/sha256.hpp"
 #include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/registry.hpp"
@@ -27,8 +28,20 @@ constexpr const char* kPresetPrefix = "preset:";
 constexpr const char* kTokenizerFileNames[] = {"vocab.txt", "tokenizer_config.json", "tokenizer.json",
                                                 "special_tokens_map.json"};
 
-bool is_text(const data::DatasetReader& dataset) { return dataset.task() == data::Task::text_classification; }
+bool is_text(const data::DatasetReader& dataset) { return data::is_text_task(dataset.task()); }
 
+void check_preset_task(const std::string& name, const data::DatasetReader& dataset, data::Task task) {
+  HPCTRAIN_CHECK(dataset.task() == task, "preset '{}' is a {} model, but '{}' is a {} dataset", name,
+                 task == data::Task::causal_lm ? "causal language" : "text classification", dataset.path().string(),
+                 data::to_string(dataset.task()));
+}
+
+// The dataset tokenizer's BOS and EOS ids (prep lm records them) as config.json keys, for generation.
+void set_special_tokens(io::HfConfig& config, const data::DatasetReader& dataset) {
+  const nlohmann::json& tokenizer = dataset.tokenizer();
+  for (const auto& [recorded, key] : {std::pair{"bos_id", "bos_token_id"}, std::pair{"eos_id", "eos_token_id"}})
+    if (tokenizer.contains(recorded) && tokenizer[recorded].is_number_integer()) config.set_extra(key, tokenizer[recorded]);
+}
 int64_t square_image_size(const data::DatasetReader& dataset, const std::string& preset) {
   HPCTRAIN_CHECK(!is_text(dataset), "preset '{}' is an image model, but '{}' is a text dataset", preset,
                  dataset.path().string());
@@ -54,6 +67,7 @@ std::vector<std::string> used_splits(const TrainOptions& options, const data::Da
 
 // Labels come from the dataset; returns true when the head changes size. `pretrained`: weights will be loaded.
 bool set_dataset_labels(io::HfConfig& config, const data::DatasetReader& dataset, bool pretrained, ModelSetup& setup) {
+  if (!data::has_labels(dataset.task())) return false;
   const std::vector<std::string>& names = dataset.label_names();
   if (config.common.id2label == names) return false;
   const bool resized = config.common.num_labels() != static_cast<int64_t>(names.size());
@@ -69,7 +83,7 @@ bool set_dataset_labels(io::HfConfig& config, const data::DatasetReader& dataset
 
 // Drops the checkpoint's head modules whose shapes no longer fit (another number of labels), so that
 // load_state_dict initializes them as for a base checkpoint (Note [Base checkpoints]).
-void drop_resized_head(const models::SequenceClassifier& model, models::StateDict& weights) {
+void drop_resized_head(const models::Model& model, models::StateDict& weights) {
   const models::StateDict own = models::state_dict(model);
   for (const std::string& module : model.spec().head_modules) {
     const std::string prefix = module + ".";
@@ -90,7 +104,25 @@ void drop_resized_head(const models::SequenceClassifier& model, models::StateDic
 // model.vocab written as that text, the same number for the same tokens); every vocabulary file the folder
 // holds, vocab.txt and tokenizer.json alike, must have it. A folder or a dataset that gives nothing to
 // compare is said in a note, not passed over in silence.
+// A causal-lm file records the sha256 of the tokenizer.json `prep lm` read (its merges decide the ids as
+// much as its vocabulary): the folder's tokenizer.json must be that file.
+void check_tokenizer_json(const fs::path& dir, const data::DatasetReader& dataset, ModelSetup& setup) {
+  const nlohmann::json& recorded = dataset.tokenizer();
+  const fs::path file = dir / "tokenizer.json";
+  if (!fs::is_regular_file(file) || !recorded.contains("tokenizer_json_sha256")) {
+    setup.notes.push_back(fmt::format("'{}' or '{}' gives no tokenizer.json sha256: the tokenizer cannot be checked "
+                                      "against the one the data was prepared with", dir.string(), dataset.path().string()));
+    return;
+  }
+  const std::string expected = recorded["tokenizer_json_sha256"].get<std::string>(), actual = sha256_file_hex(file);
+  HPCTRAIN_CHECK(actual == expected,
+                 "'{}' is not the tokenizer '{}' was prepared with (sha256 {}, expected {}): the saved model would pair "
+                 "these weights with the wrong tokenizer\n  hint: pass --tokenizer with the folder used by `hpctrain prep lm`",
+                 file.string(), dataset.path().string(), actual.substr(0, 12), expected.substr(0, 12));
+}
+
 void check_vocabularies(const fs::path& dir, const data::DatasetReader& dataset, ModelSetup& setup) {
+  if (dataset.task() == data::Task::causal_lm) return check_tokenizer_json(dir, dataset, setup);
   std::vector<std::pair<fs::path, std::string>> vocabularies;  // file, the sha256 of its vocabulary
   if (fs::is_regular_file(dir / "vocab.txt"))
     vocabularies.emplace_back(dir / "vocab.txt", tokenize::Vocab::from_file(dir / "vocab.txt").sha256());
@@ -140,11 +172,28 @@ void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader
 
 }  // namespace
 
-std::vector<std::string> model_presets() { return {"tiny-distilbert", "tiny-bert", "cnn", "mlp"}; }
+std::vector<std::string> model_presets() { return {"tiny-distilbert", "tiny-bert", "cnn", "mlp", "tiny-gpt2", "tiny-llama"}; }
 
 io::HfConfig preset_config(const std::string& name, const data::DatasetReader& dataset) {
-  if (name == "tiny-distilbert" || name == "tiny-bert")
-    HPCTRAIN_CHECK(is_text(dataset), "preset '{}' is a text model, but '{}' is an image dataset", name, dataset.path().string());
+  if (name == "tiny-distilbert" || name == "tiny-bert") check_preset_task(name, dataset, data::Task::text_classification);
+  if (name == "tiny-gpt2" || name == "tiny-llama") check_preset_task(name, dataset, data::Task::causal_lm);
+  if (name == "tiny-gpt2") {
+    io::Gpt2Config c;
+    c.vocab_size = dataset.vocab_size();
+    c.n_embd = 128, c.n_layer = 2, c.n_head = 2, c.n_positions = 1024;
+    io::HfConfig config(c);
+    set_special_tokens(config, dataset);
+    return config;
+  }
+  if (name == "tiny-llama") {
+    io::LlamaConfig c;
+    c.vocab_size = dataset.vocab_size();
+    c.hidden_size = 128, c.num_hidden_layers = 2, c.num_attention_heads = 4, c.num_key_value_heads = 2;
+    c.intermediate_size = 256, c.max_position_embeddings = 2048;
+    io::HfConfig config(c);
+    set_special_tokens(config, dataset);
+    return config;
+  }
   if (name == "tiny-distilbert") {
     io::DistilBertConfig c;
     c.vocab_size = dataset.vocab_size();
@@ -173,11 +222,17 @@ io::HfConfig preset_config(const std::string& name, const data::DatasetReader& d
   fail("--model-config preset:{}: unknown preset; known: {}", name, fmt::join(model_presets(), ", "));
 }
 
-ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset) {
-  ModelSetup setup;
+io::HfConfig check_model_config(const TrainOptions& options, const data::DatasetReader& dataset) {
   const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
   io::HfConfig config = load_config(options, dataset);
   check_model_fits_dataset(config, source, dataset, used_splits(options, dataset), /*check_labels=*/false);
+  return config;
+}
+
+ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset) {
+  ModelSetup setup;
+  const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
+  io::HfConfig config = check_model_config(options, dataset);
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
   // from above by the state of one vector of all the parameters: factored or small tensors hold less).
@@ -188,7 +243,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
                                             optim::canonical_optimizer_name(options.optimizer.optim)),
                                 optimizer_state);
   torch::manual_seed(options.accelerator.seed);
-  setup.model = models::from_config(config);
+  setup.model = models::build_model(config);
   if (!options.model_dir.empty()) {
     models::StateDict weights = models::read_weights(options.model_dir);
     if (resized) drop_resized_head(*setup.model, weights);

@@ -15,7 +15,7 @@
 namespace hpctrain::train {
 
 struct ModelSetup {
-  std::shared_ptr<models::SequenceClassifier> model;
+  std::shared_ptr<models::Model> model;  // a classifier, or a causal LM for a causal-lm dataset
   std::vector<std::filesystem::path> tokenizer_files;  // copied into checkpoints and final/
   std::vector<std::string> notes;                      // what was decided, for the log
 };
@@ -26,11 +26,18 @@ struct ModelSetup {
 //   tiny-distilbert  dim 128, 2 layers, 2 heads, hidden_dim 256, max_position_embeddings 512
 //   tiny-bert        hidden 128, 2 layers, 2 heads, intermediate 256
 //   cnn, mlp         hpctrain-cnn / hpctrain-mlp with their defaults
+//   tiny-gpt2        GPT-2: n_embd 128, 2 layers, 2 heads, n_positions 1024 (causal-lm datasets)
+//   tiny-llama       Llama: hidden 128, 2 layers, 4 heads / 2 KV heads, intermediate 256, 2048 positions
+// A causal-LM preset takes bos/eos_token_id from the dataset's tokenizer (config.json, as generate reads them).
 [[nodiscard]] io::HfConfig preset_config(const std::string& name, const data::DatasetReader& dataset);
 
+// The model's config (from --model, --model-config or a preset), checked against the dataset (Note [Model fits
+// the dataset]): the task's model kind, vocabulary, positions, image shape. Cheap: nothing is built.
+[[nodiscard]] io::HfConfig check_model_config(const TrainOptions& options, const data::DatasetReader& dataset);
+
 // Builds the model (torch::manual_seed(options.seed) first, so every rank draws the same weights):
-// config from --model / --model-config, labels set from the dataset's label_names (a --model head of
-// another size is re-initialized and reported), weights loaded strictly from --model.
+// config from --model / --model-config, for a labelled dataset labels set from its label_names (a --model
+// head of another size is re-initialized and reported), weights loaded strictly from --model.
 [[nodiscard]] ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset);
 
 }  // namespace hpctrain::train

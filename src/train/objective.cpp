@@ -11,9 +11,7 @@ std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset) {
     case data::Task::image_classification:
       return make_classification_objective();
     case data::Task::causal_lm:
-      fail("'{}' is a causal-lm dataset (token rows from `hpctrain prep lm`): causal-lm datasets need a causal LM "
-           "model and objective, which are not supported yet\n  hint: train and evaluate the sequence classifiers on a "
-           "file from `hpctrain prep text` or `hpctrain prep images`", dataset.path().string());
+      return make_causal_lm_objective();
   }
   HPCTRAIN_CHECK(false, "'{}': no training objective for task '{}'", dataset.path().string(),
                  data::to_string(dataset.task()));

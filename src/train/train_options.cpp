@@ -104,6 +104,8 @@ void check_outputs(const TrainOptions& o) {
   }
   if (!o.max_time.empty()) (void)parse_duration(o.max_time);
   check_positive(o.logging_steps, "--logging-steps");
+  HPCTRAIN_CHECK(o.peak_tflops >= 0 && o.peak_tflops < 1e9, "--peak-tflops {}: expected TFLOP/s per rank >= 0 (0: measure)",
+                 o.peak_tflops);
   HPCTRAIN_CHECK(o.report_to == "tensorboard" || o.report_to == "none", "--report-to '{}': expected tensorboard or none",
                  o.report_to);
   HPCTRAIN_CHECK(o.resume.empty() || !o.overwrite_output_dir, "--resume {} continues the run in --output; "
@@ -200,6 +202,7 @@ const OptionField kFields[] = {
     {"--save-dtype", kValue, text_of<&O::save_dtype>},
     {"--max-time", kValue, text_of<&O::max_time>},  // one rank stopping alone would hang the others
     {"--logging-steps", kValue, text_of<&O::logging_steps>},
+    {"--peak-tflops", kPerRank, text_of<&O::peak_tflops>},  // a rank's peak (nodes may differ); only for the log
     {"--no-progress", kPerRank, text_of<&O::progress>},
     {"--report-to", kRank0, text_of<&O::report_to>},  // rank 0 writes the event file
     {"--trace-examples", kPerRank, text_of<&O::trace_examples>},

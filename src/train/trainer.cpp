@@ -3,12 +3,14 @@
 // One optimizer step = k micro-batches (k = --gradient-accumulation-steps, fewer at an epoch's end).
 // For each micro-batch every rank: reads its batch, reseeds dropout (Note [Dropout seeds]), marks the rows it
 // trains on (not padding duplicates, not rows before a resume position: Note [Resume position]), runs the
-// objective (Note [Objectives]: the task's loss summed over what it counts, and the count), and allreduces
-// (rows, count, loss sum, stop request) — 32 bytes — so that every rank knows the global count and agrees
-// on a non-finite loss before any rank enters backward, and on stopping early (Note [Stop agreement]). The
-// loss it back-propagates is local_sum * W / (global_count * k): the gradient reducer averages over W ranks,
-// so the step's gradient is that of the mean loss per counted unit over the global batch, whatever the
-// number of ranks. The step itself is Accelerator::optimizer_step (Note [The step protocol]). The task is
+// objective (Note [Objectives]: the task's loss summed over what it counts), and allreduces (rows, count,
+// loss sum, stop request, the step's count) — 40 bytes — so that every rank agrees on a non-finite loss
+// before any rank enters backward, and on stopping early (Note [Stop agreement]). The step's k micro-batches
+// are read before the first forward, so that the step's count (summed over its micro-batches by each rank,
+// over the ranks by the first micro-batch's allreduce) is known before the first backward. The loss it
+// back-propagates is local_sum * W / step_count: the gradient reducer averages over W ranks, so the step's
+// gradient is that of the mean loss per counted unit over the whole global batch, whatever the number of
+// ranks and accumulation steps. The step itself is Accelerator::optimizer_step (Note [The step protocol]). The task is
 // the objective's business alone: the loop, the Accelerator and the sinks never name it.
 //
 // Note [Stop agreement]: a signal (core/stop_request.hpp) or a near time limit (time_limit.hpp) is seen by
@@ -45,6 +47,8 @@
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/json_text.hpp"
+#include "hpctrain/models/causal_lm.hpp"
+#include "hpctrain/models/model_flops.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
@@ -52,6 +56,7 @@
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/objective.hpp"
+#include "hpctrain/train/peak_flops.hpp"
 #include "hpctrain/train/resume_point.hpp"
 #include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/time_limit.hpp"
@@ -79,6 +84,20 @@ StepTimes step_times(const span::Tally& phases, double total_seconds) {
   times.optimizer = phases.seconds("optimizer");
   times.total = total_seconds;
   return times;
+}
+
+// Input tokens (attention mask 1) of the rows `keep` marks; 0 for an image batch.
+double input_tokens(const loader::Batch& batch, const at::Tensor& keep) {
+  if (!batch.attention_mask.defined()) return 0;
+  return static_cast<double>(batch.attention_mask.sum(1).masked_fill(keep.logical_not(), 0).sum().item<int64_t>());
+}
+
+// "3 labels" for a classifier, "vocabulary 50257" for a causal LM.
+std::string head_description(const models::Model& model) {
+  if (const auto* classifier = dynamic_cast<const models::SequenceClassifier*>(&model))
+    return fmt::format("{} labels", classifier->num_labels());
+  if (const auto* lm = dynamic_cast<const models::CausalLM*>(&model)) return fmt::format("vocabulary {}", lm->vocab_size());
+  return model.spec().model_type;
 }
 
 // HPCTRAIN_TEST_SIGNAL_AT (Note [Stop agreement]): {rank, step, count}; count 0 when unset.
@@ -145,27 +164,39 @@ struct Run {
   void build(const ResumePoint& resume);
   void start_reports();
   void print_plan();
+  void measure_peak();
   void train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip);
+  // A step's micro-batches as read, with the rows each trains on and the step's count on this rank.
+  struct StepBatches {
+    std::vector<loader::Batch> batches;
+    std::vector<at::Tensor> keep;  // bool [B] (CPU): rows trained on (not padding, not before the resume position)
+    std::vector<double> tokens;    // input tokens (not padding) of the kept rows, per micro-batch (0 for images)
+    double local_count = 0;        // Objective::count summed over the micro-batches
+  };
   struct MicroBatch {
-    at::Tensor keep;       // bool [B] (CPU): rows trained on (not padding, not before the resume position)
     at::Tensor local_sum;  // this rank's loss summed over what the objective counts (device scalar, with grad)
     double global_rows = 0, global_count = 0, global_loss_sum = 0;  // summed over ranks
+    double step_count = 0;  // the step's count over all ranks (the first micro-batch's allreduce carries it)
+    double global_tokens = 0;
     bool local_nonfinite = false, any_nonfinite = false;
     core::StopReason stop;  // agreed over ranks (Note [Stop agreement])
   };
   // A step's micro-batches, summed over ranks; `skip` when a non-finite loss skips the step.
   struct StepTotals {
-    double rows = 0, count = 0, loss_sum = 0;
+    double rows = 0, count = 0, loss_sum = 0, tokens = 0;
     bool skip = false;
   };
   [[nodiscard]] at::Tensor kept_rows(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) const;
-  MicroBatch forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip);
+  StepBatches read_step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
+                        span::Tally& phases);
+  MicroBatch forward(const loader::Batch& batch, const at::Tensor& keep, double tokens, double step_local_count);
   void on_nonfinite(bool local_nonfinite, int64_t epoch);
   void trace_rows(const loader::Batch& batch, const at::Tensor& keep, int64_t epoch);
   void step(int64_t epoch, int64_t batch, int64_t micro_batches, int64_t resume_skip, bool epoch_ends);
   StepTotals run_micro_batches(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
                                span::Tally& phases);
-  void backward(const MicroBatch& micro, int64_t micro_index, int64_t micro_batches, span::Tally& phases);
+  void backward(const MicroBatch& micro, double step_count, int64_t micro_index, int64_t micro_batches,
+                span::Tally& phases);
   void synchronize_if_due(bool epoch_ends);
   void record_step(const StepTotals& totals, const StepOutcome& outcome, const StepTimes& times, int64_t bytes);
   [[nodiscard]] bool evaluation_due(int64_t step, bool epoch_ended) const;
@@ -199,6 +230,7 @@ ResumePoint Run::open_run() {
   dist::run_collectively(comm, "opening the dataset", [&] {
     dataset = std::make_unique<data::DatasetReader>(options.data);
     objective = make_objective(*dataset);  // a task without an objective fails here, before the run folder exists
+    (void)check_model_config(options, *dataset);  // so does a model of another kind (a classifier on a causal-lm file)
   });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective
   limit_to_slurm_time_left();
@@ -275,8 +307,8 @@ void Run::print_plan() {
   const RunGeometry& g = plan.geometry;
   int64_t parameters = 0;
   for (const auto& p : setup.model->parameters()) parameters += p.numel();
-  log::info("model: {} ({} parameters, {} labels) on {} with {} CPU thread(s) per rank",
-            setup.model->spec().architecture, parameters, setup.model->num_labels(), acc.device().str(), acc.threads());
+  log::info("model: {} ({} parameters, {}) on {} with {} CPU thread(s) per rank", setup.model->spec().architecture,
+            parameters, head_description(*setup.model), acc.device().str(), acc.threads());
   log::info("global batch {} = {} per rank x {} rank(s) x {} accumulation step(s); {} train examples, {} steps per epoch, "
             "{} steps in all (--shuffle {})", g.global_batch(), g.per_rank_batch, g.world_size, g.accumulation,
             g.train_examples, g.steps_per_epoch(), total, data::to_string(g.shuffle));
@@ -288,6 +320,18 @@ void Run::print_plan() {
   if (plan.global_step > 0)
     log::info("resuming at step {} (epoch {}, sample {} of the epoch)", plan.global_step, plan.position.epoch,
               plan.position.samples_in_epoch);
+}
+
+// MFU's denominator (Note [Model FLOPs]): --peak-tflops, or every rank's matrix products measured at once (as
+// they will run) in the forward's dtype; the slowest rank's peak, times the ranks. Only for models with FLOPs.
+void Run::measure_peak() {
+  if (!models::training_flops_per_token(setup.model->config(), 1)) return;
+  const c10::ScalarType dtype = acc.precision().autocast_dtype().value_or(at::kFloat);
+  double peak = options.peak_tflops * 1e12;
+  if (peak <= 0) peak = comm.allreduce_value(measure_peak_flops(acc.device(), dtype), dist::ReduceOp::min);
+  report->set_peak_flops(peak * comm.world_size());
+  log::info("MFU: against a peak of {:.1f} GFLOP/s per rank ({} matrix products{})", peak / 1e9, c10::toString(dtype),
+            options.peak_tflops > 0 ? ", --peak-tflops" : ", measured");
 }
 
 void Run::train_epoch(int64_t epoch, int64_t first_batch, int64_t resume_skip) {
@@ -324,21 +368,22 @@ at::Tensor Run::kept_rows(const loader::Batch& batch, int64_t batch_index, int64
   return keep;
 }
 
-// Forward of one micro-batch through the objective (Note [Objectives]) and the 32-byte agreement on (rows,
-// counted units, loss sum, ranks asking to stop). A rank's non-finite loss makes the summed loss non-finite
-// on every rank, so the sum is also the agreement on it.
-Run::MicroBatch Run::forward(const loader::Batch& batch, int64_t batch_index, int64_t resume_skip) {
+// Forward of one micro-batch through the objective (Note [Objectives]) and the 48-byte agreement on (rows,
+// counted units, loss sum, ranks asking to stop, the step's count: this rank's in the first micro-batch, 0
+// after; input tokens). A rank's non-finite loss makes the summed loss non-finite on every rank, so the sum
+// is also the agreement on it.
+Run::MicroBatch Run::forward(const loader::Batch& batch, const at::Tensor& keep, double tokens, double step_local_count) {
   MicroBatch out;
-  out.keep = kept_rows(batch, batch_index, resume_skip);
-  const MicroBatchLoss loss = objective->loss(*setup.model, batch, out.keep, acc);
+  const MicroBatchLoss loss = objective->loss(*setup.model, batch, keep, acc);
   out.local_sum = loss.sum;
   const double local_value = out.local_sum.item<double>();
   out.local_nonfinite = !std::isfinite(local_value);
   const core::StopReason request = local_stop_request();
-  double stats[4] = {static_cast<double>(out.keep.sum().item<int64_t>()), loss.count, local_value,
-                     request.any() ? 1.0 : 0.0};
-  comm.allreduce(stats, 4);
-  out.global_rows = stats[0], out.global_count = stats[1], out.global_loss_sum = stats[2];
+  double stats[6] = {static_cast<double>(keep.sum().item<int64_t>()), loss.count, local_value,
+                     request.any() ? 1.0 : 0.0, step_local_count, tokens};
+  comm.allreduce(stats, 6);
+  out.global_rows = stats[0], out.global_count = stats[1], out.global_loss_sum = stats[2], out.step_count = stats[4];
+  out.global_tokens = stats[5];
   out.any_nonfinite = !std::isfinite(out.global_loss_sum);
   // Once per run, when some rank asked: which reason (one more collective, on every rank at once).
   if (stats[3] > 0 && !stop.any())
@@ -390,42 +435,60 @@ void Run::step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_
   record_step(totals, outcome, times, comm.bytes_sent() - bytes_before);
 }
 
-// The step's micro-batches: data, forward (through the objective), the agreement, backward.
-Run::StepTotals Run::run_micro_batches(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
-                                       span::Tally& phases) {
+// The step's micro-batches, read before any forward (Note [Objectives]), with their kept rows and counts.
+Run::StepBatches Run::read_step(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
+                                span::Tally& phases) {
   const RunGeometry& g = plan.geometry;
-  StepTotals totals;
+  StepBatches out;
   for (int64_t i = 0; i < micro_batches; ++i) {
     const int64_t batch_index = first_batch + i;
     span::Span data_wait("data wait", "train", batch_index, &phases);
-    const auto batch = train_loader->next();
+    auto batch = train_loader->next();
     data_wait.stop();
     HPCTRAIN_CHECK(batch.has_value(), "the loader ended epoch {} before batch {}", epoch, batch_index);
     state.position = DataPosition{epoch, (batch_index * g.per_rank_batch + batch->size()) * g.world_size};
-    if (totals.skip) continue;  // a non-finite micro-batch earlier in this step: consume the data only
+    out.keep.push_back(kept_rows(*batch, batch_index, resume_skip));
+    out.local_count += objective->count(*batch, out.keep.back());
+    out.tokens.push_back(input_tokens(*batch, out.keep.back()));
+    out.batches.push_back(std::move(*batch));
+  }
+  return out;
+}
+
+// The step's micro-batches: data, forward (through the objective), the agreement, backward.
+Run::StepTotals Run::run_micro_batches(int64_t epoch, int64_t first_batch, int64_t micro_batches, int64_t resume_skip,
+                                       span::Tally& phases) {
+  const StepBatches step = read_step(epoch, first_batch, micro_batches, resume_skip, phases);
+  StepTotals totals;
+  double step_count = 0;
+  for (int64_t i = 0; i < micro_batches && !totals.skip; ++i) {  // a non-finite micro-batch skips the rest
+    const auto at = static_cast<std::size_t>(i);
     acc.set_gradient_sync(i + 1 == micro_batches);
     span::Span forward_span("forward", "train", i, &phases);
     acc.seed_step(state.global_step, i);
-    const MicroBatch micro = forward(*batch, batch_index, resume_skip);
+    const MicroBatch micro = forward(step.batches[at], step.keep[at], step.tokens[at], i == 0 ? step.local_count : 0.0);
     forward_span.stop();
+    if (i == 0) step_count = micro.step_count;
     if (micro.stop.any()) stop = micro.stop;
     if (micro.any_nonfinite) {
       on_nonfinite(micro.local_nonfinite, epoch);
       totals.skip = true;
       continue;
     }
-    backward(micro, i, micro_batches, phases);
+    backward(micro, step_count, i, micro_batches, phases);
     totals.loss_sum += micro.global_loss_sum, totals.count += micro.global_count, totals.rows += micro.global_rows;
-    if (trace.is_open()) trace_rows(*batch, micro.keep, epoch);
+    totals.tokens += micro.global_tokens;
+    if (trace.is_open()) trace_rows(step.batches[at], step.keep[at], epoch);
   }
   return totals;
 }
 
 // Backward of the local loss sum, scaled so that once the reducer averages over W ranks the gradient is that
-// of the mean over the global batch's counted units (Note [Objectives]).
-void Run::backward(const MicroBatch& micro, int64_t micro_index, int64_t micro_batches, span::Tally& phases) {
+// of the mean over the step's counted units on all ranks (Note [Objectives]).
+void Run::backward(const MicroBatch& micro, double step_count, int64_t micro_index, int64_t micro_batches,
+                   span::Tally& phases) {
   const RunGeometry& g = plan.geometry;
-  double scale = g.world_size / (std::max(1.0, micro.global_count) * static_cast<double>(micro_batches));
+  double scale = g.world_size / std::max(1.0, step_count);
   if (inject_overflow && micro_index + 1 == micro_batches && overflow_at == InjectedOverflow{comm.rank(), state.global_step + 1})
     scale = std::numeric_limits<double>::infinity();  // --inject-overflow: this rank's gradients become inf
   span::Span backward_span("backward", "train", micro_index, &phases);
@@ -450,6 +513,11 @@ void Run::record_step(const StepTotals& totals, const StepOutcome& outcome, cons
   StepRecord record{state.global_step, state.epoch_float(), loss, outcome.lr, outcome.grad_norm,
                     static_cast<int64_t>(totals.rows), times, !outcome.stepped(), outcome.loss_scale};
   record.comm_bytes = bytes;
+  record.tokens = static_cast<int64_t>(totals.tokens);
+  if (totals.rows > 0) {  // Note [Model FLOPs], at the step's mean row length
+    const auto per_token = models::training_flops_per_token(setup.model->config(), totals.tokens / totals.rows);
+    record.flops = per_token.value_or(0) * totals.tokens;
+  }
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);
 }
 
@@ -554,6 +622,7 @@ TrainResult run_training(dist::Comm& comm, const TrainOptions& options) {
   Run run(comm, options);
   run.set_up();
   run.print_plan();
+  run.measure_peak();
   run.setup.model->train();
   Timeline timeline(comm, options.timeline);  // after set_up: the option is agreed (Note [Agreed options])
   span::Span training("training", "train");

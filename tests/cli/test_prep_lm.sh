@@ -114,14 +114,17 @@ echo '{"bos_token": "<|endoftext|>"}' >"$WORK/noeos/tokenizer_config.json"
 expect_failure "a tokenizer without EOS is refused" "noeos: the tokenizer has no EOS token \(tokenizer_config.json's eos_token: absent\)" \
   lm --input "$WORK/all.jsonl" --text-field body --tokenizer "$WORK/noeos" --output "$WORK/x.h5"
 
-# inspect prints the file; train and eval refuse it before any work.
+# inspect prints the file; a classifier is refused on it before any work (training it: tests/mpi_train/test_causal_lm.sh).
 expect_success "inspect --validate" "$HPCTRAIN" inspect "$WORK/gpt2.h5" --validate
 grep -q "task        causal-lm" "$WORK/out" && grep -q "labels      none" "$WORK/out" && ok "inspect shows the task" || bad "inspect output"
-expect_failure "train refuses a causal-lm file" "causal-lm datasets need a causal LM model and objective, which are not supported yet" \
-  "$HPCTRAIN" train --model-config preset:distilbert-tiny --data "$WORK/gpt2.h5" --output "$WORK/run"
+expect_failure "train refuses a classifier on a causal-lm file" "preset 'tiny-distilbert' is a text classification model, but '$WORK/gpt2.h5' is a causal-lm dataset" \
+  "$HPCTRAIN" train --model-config preset:tiny-distilbert --data "$WORK/gpt2.h5" --output "$WORK/run"
 [[ ! -e "$WORK/run" ]] && ok "train left no run folder" || bad "train created $WORK/run"
-expect_failure "eval refuses a causal-lm file" "causal-lm datasets need a causal LM model and objective" \
-  "$HPCTRAIN" eval --model "$WORK/no-model" --data "$WORK/gpt2.h5"
+echo '{"model_type": "distilbert", "vocab_size": 2000}' >"$WORK/distilbert.json"
+expect_failure "train refuses a classifier config on a causal-lm file" "model_type 'distilbert' is not a causal language model, but '$WORK/gpt2.h5' is a causal-lm dataset" \
+  "$HPCTRAIN" train --model-config "$WORK/distilbert.json" --data "$WORK/gpt2.h5" --output "$WORK/run"
+expect_failure "eval refuses a model folder that is not there" "no-model" \
+  "$HPCTRAIN" eval --model "$WORK/no-model" --data "$WORK/gpt2.h5" --split train
 
 leftovers=$(ls "$WORK" | grep -c '\.prep-\|\.tmp\.' || true)
 [[ "$leftovers" == 0 ]] && ok "no token streams, buckets or temporaries left" || bad "temporaries left: $(ls "$WORK")"

@@ -234,6 +234,9 @@ class HfConfig {
   [[nodiscard]] const LlamaConfig& llama_family() const;
   // The object as read (unknown keys included); empty object for a config built in code.
   [[nodiscard]] const nlohmann::json& raw() const { return raw_; }
+  // Sets a key hpctrain does not model (kept in raw(), written by to_json): "bos_token_id", "eos_token_id".
+  // Error when `key` is one of the typed fields' keys (set those through the typed config).
+  void set_extra(const std::string& key, nlohmann::json value);
   // What the config was read from (a path, or "config.json" for one built in code), for messages.
   [[nodiscard]] const std::string& source() const { return source_; }
 

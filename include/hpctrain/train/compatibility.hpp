@@ -29,6 +29,6 @@ void check_model_fits_dataset(const io::HfConfig& config, const std::string& mod
                               bool check_labels);
 
 // Error naming the first tensor of `model` that holds NaN/Inf values (and how many it holds).
-void check_finite_weights(const models::SequenceClassifier& model, const std::string& model_source);
+void check_finite_weights(const models::Model& model, const std::string& model_source);
 
 }  // namespace hpctrain::train

@@ -4,12 +4,16 @@
 //
 // Note [Objectives]
 // A micro-batch's loss is a *sum* over the units the objective counts (rows for classification, predicted
-// tokens for a causal LM) together with that count. The trainer allreduces (count, loss sum) once per
-// micro-batch and back-propagates local_sum * W / (global_count * k) for k micro-batches a step, so the
-// step's gradient is that of the mean loss per unit over the global batch, whatever the number of ranks
-// and however the units fall on them. The trainer decides which rows count (`keep`: not padding
-// duplicates, not rows before a resume position, Note [Resume position]); the objective decides what each
-// kept row contributes. Evaluation is collective and exact across ranks (every example once).
+// tokens for a causal LM); count() says how many units a micro-batch holds from the batch alone, on the
+// host, before any forward. The trainer reads a step's k micro-batches first, sums their counts over the
+// micro-batches and (with the first micro-batch's allreduce) over the ranks, and back-propagates
+// local_sum * W / step_count, so the step's gradient is that of the mean loss per unit over the whole
+// global batch, whatever the number of ranks and accumulation steps and however the units fall on them
+// (1 rank x batch 8, 2 ranks x 2 x accumulation 2 and 1 x 1 x accumulation 8 take the same step even when
+// the micro-batches hold different numbers of tokens: transformers' gradient-accumulation loss bug, #34191).
+// The trainer decides which rows count (`keep`: not padding duplicates, not rows before a resume position,
+// Note [Resume position]); the objective decides what each kept row contributes. Evaluation is collective
+// and exact across ranks (every example once).
 // A new objective is a new file (a class derived from Objective) and its task's case in make_objective().
 #pragma once
 
@@ -64,8 +68,11 @@ class Objective {
   // Before training on `dataset`: Error when the objective cannot learn from it (classification: fewer than
   // two labels).
   virtual void check_trainable(const data::DatasetReader& /*dataset*/) const {}
+  // The units the loss of `batch` sums over when `keep` (bool [B], CPU) marks the rows trained on: read
+  // from the batch on the host, no forward, no device sync (Note [Objectives]).
+  [[nodiscard]] virtual double count(const loader::Batch& batch, const at::Tensor& keep) const = 0;
   // Forward of `batch` on acc.device() inside acc.autocast(), and the loss summed over the rows `keep`
-  // (bool [B], CPU) marks. Not collective.
+  // (bool [B], CPU) marks; its count is count(batch, keep). Not collective.
   [[nodiscard]] virtual MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
                                             const Accelerator& acc) = 0;
   // Collective: one epoch of `loader` on every rank (eval mode, no grad), exact across ranks.
@@ -94,8 +101,11 @@ class Objective {
 // Classification (classification_objective.cpp): cross-entropy over rows, accuracy and macro-F1, the most
 // accurate evaluation is best.
 [[nodiscard]] std::unique_ptr<Objective> make_classification_objective();
-// The objective of a dataset's task (objective.cpp): classification for text and image classification files.
-// Throws for a causal-lm file (no objective yet): called as soon as the dataset is open, before any work.
+// Causal language modelling (causal_lm_objective.cpp): next-token cross-entropy over predicted tokens,
+// perplexity; the lowest perplexity is best.
+[[nodiscard]] std::unique_ptr<Objective> make_causal_lm_objective();
+// The objective of a dataset's task (objective.cpp): classification for text and image classification
+// files, causal language modelling for causal-lm files. Called as soon as the dataset is open.
 [[nodiscard]] std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset);
 
 }  // namespace hpctrain::train

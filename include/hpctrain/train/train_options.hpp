@@ -63,6 +63,8 @@ struct TrainOptions {
 
   // ---- Logging ----
   int64_t logging_steps = 10;              // steps between metrics.jsonl lines / plain progress lines
+  // MFU's peak per rank in TFLOP/s (Note [Model FLOPs]); 0 = measured at start (train/peak_flops.hpp).
+  double peak_tflops = 0;
   bool progress = true;                    // progress bar on a terminal
   std::string report_to = "tensorboard";   // tensorboard (OUTPUT/runs/events.out.tfevents.*) | none; as HF's report_to
   // Testing aid: every rank appends "epoch step example_index" per trained example to

@@ -28,7 +28,7 @@ class ConsoleSink final : public LogSink {
   ~ConsoleSink() override { end_bar(); }
 
   void on_step(const StepRecord& r, const StepWindow& w, bool logged) override {
-    const std::string text = status(r, w.samples_per_second);
+    const std::string text = status(r, w);
     if (!bar_) {
       if (logged) log::write_info(text);
       return;
@@ -55,12 +55,15 @@ class ConsoleSink final : public LogSink {
   void finish() override { end_bar(); }
 
  private:
-  std::string status(const StepRecord& r, double samples_per_second) const {
+  std::string status(const StepRecord& r, const StepWindow& w) const {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     const int64_t done = r.step - start_step_;
     const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total_steps_ - r.step) : NAN;
-    return fmt::format("step {}/{} | epoch {:.2f} | loss {:.4f} | lr {:.2e} | {:.1f} samples/s | ETA {}", r.step,
-                       total_steps_, r.epoch, r.loss, r.lr, samples_per_second, format_duration(eta));
+    std::string speed = fmt::format("{:.1f} samples/s", w.samples_per_second);
+    if (w.tokens_per_second > 0) speed += fmt::format(" | {:.0f} tok/s", w.tokens_per_second);
+    if (w.mfu) speed += fmt::format(" | MFU {:.1f}%", 100 * *w.mfu);
+    return fmt::format("step {}/{} | epoch {:.2f} | loss {:.4f} | lr {:.2e} | {} | ETA {}", r.step, total_steps_, r.epoch,
+                       r.loss, r.lr, speed, format_duration(eta));
   }
 
   void draw(int64_t step, const std::string& text) {

@@ -49,6 +49,8 @@ class JsonlSink final : public LogSink {
     nlohmann::json line = {{"step", r.step}, {"epoch", r.epoch}, {"loss", r.loss}, {"lr", r.lr}, {"grad_norm", r.grad_norm},
                            {"samples", w.samples}, {"samples_per_second", w.samples_per_second},
                            {"time", times_json(w.times, static_cast<double>(w.steps))}, {"comm_bytes", w.comm_bytes}};
+    if (w.tokens > 0) line["tokens"] = w.tokens, line["tokens_per_second"] = w.tokens_per_second;
+    if (w.mfu) line["mfu"] = *w.mfu;
     if (r.skipped) line["skipped"] = true;
     if (r.loss_scale) line["loss_scale"] = *r.loss_scale;
     write(line);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "hpctrain/train/eval_metrics.hpp"
@@ -13,8 +14,11 @@ namespace hpctrain::train {
 // The steps since the previous logged step, summed (StepTimes: seconds over `steps` steps).
 struct StepWindow {
   StepTimes times;
-  int64_t steps = 0, samples = 0, comm_bytes = 0;
+  int64_t steps = 0, samples = 0, comm_bytes = 0, tokens = 0;
+  double flops = 0;
   double samples_per_second = 0;  // of the newest logged window (kept between logged steps, for the bar)
+  double tokens_per_second = 0;   // likewise; 0 without tokens (image models)
+  std::optional<double> mfu;      // model FLOPs / (time x peak), Note [Model FLOPs]; likewise; none when unknown
 };
 
 class LogSink {

@@ -22,6 +22,8 @@ class TensorBoardSink final : public LogSink {
                                        {"train/grad_norm", r.grad_norm}, {"train/samples_per_second", w.samples_per_second},
                                        {"train/epoch", r.epoch}};
     if (r.loss_scale) scalars.emplace_back("train/loss_scale", *r.loss_scale);
+    if (w.tokens > 0) scalars.emplace_back("train/tokens_per_second", w.tokens_per_second);
+    if (w.mfu) scalars.emplace_back("train/mfu", *w.mfu);
     events_.add_scalars(r.step, scalars);
   }
 

@@ -37,11 +37,19 @@ nlohmann::json TrainingLog::add_step(const StepRecord& r) {
   ++w.steps;
   w.samples += r.samples;
   w.comm_bytes += r.comm_bytes;
+  w.tokens += r.tokens;
+  w.flops += r.flops;
   const bool logged = r.step % logging_steps_ == 0 || r.step == total_steps_ || r.skipped;  // every skip has a line
-  if (logged && w.times.total > 0) w.samples_per_second = static_cast<double>(w.samples) / w.times.total;
+  if (logged && w.times.total > 0) {
+    w.samples_per_second = static_cast<double>(w.samples) / w.times.total;
+    w.tokens_per_second = static_cast<double>(w.tokens) / w.times.total;
+    if (peak_flops_ > 0 && w.flops > 0) w.mfu = w.flops / w.times.total / peak_flops_;
+  }
   for (auto& sink : sinks_) sink->on_step(r, w, logged);
   if (!logged) return nullptr;
-  w = StepWindow{{}, 0, 0, 0, w.samples_per_second};
+  StepWindow next;
+  next.samples_per_second = w.samples_per_second, next.tokens_per_second = w.tokens_per_second, next.mfu = w.mfu;
+  w = next;
   return {{"epoch", r.epoch}, {"grad_norm", r.grad_norm}, {"learning_rate", r.lr}, {"loss", r.loss}, {"step", r.step}};
 }
 

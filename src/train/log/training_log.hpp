@@ -37,6 +37,8 @@ struct StepRecord {
   bool skipped = false;    // no optimizer step (non-finite loss, or gradients overflowed under loss scaling)
   std::optional<double> loss_scale;  // after this step's update, with loss scaling
   int64_t comm_bytes = 0;  // bytes this rank passed to collectives during the step (Comm::bytes_sent)
+  int64_t tokens = 0;      // input tokens (not padding) of the global batch's trained rows; 0 for images
+  double flops = 0;        // the model's training FLOPs for them (Note [Model FLOPs]); 0 when unknown
 };
 
 // An evaluation's Hugging Face log_history entry, as metrics.jsonl writes it too: {"epoch", "eval_loss",
@@ -60,6 +62,8 @@ class TrainingLog {
   nlohmann::json add_step(const StepRecord& record);
   // Logs an evaluation; returns its log_history entry.
   nlohmann::json add_eval(int64_t step, double epoch, const EvalMetrics& metrics);
+  // The global batch's peak FLOP/s (every rank's measured peak, summed): with it, logged steps carry MFU.
+  void set_peak_flops(double flops_per_second) { peak_flops_ = flops_per_second; }
   // A line for the terminal that does not collide with the progress bar.
   void info(const std::string& line);
   void finish();
@@ -68,6 +72,7 @@ class TrainingLog {
   int64_t logging_steps_, total_steps_;
   std::vector<std::unique_ptr<LogSink>> sinks_;  // empty unless active
   std::unique_ptr<StepWindow> window_;           // the steps since the last logged one
+  double peak_flops_ = 0;
 };
 
 }  // namespace hpctrain::train
