@@ -17,6 +17,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hpctrain/data/dataset_reader.hpp"
 #include "hpctrain/dist/comm.hpp"
@@ -83,33 +85,41 @@ int run(dist::Comm& comm, const Args& args) {
 
   const int64_t steps_per_epoch = (train_loader->batches_per_epoch() + kAccumulation - 1) / kAccumulation;
   const train::LrSchedule schedule{train::ScheduleKind::linear, 1e-3, 2, args.epochs * steps_per_epoch};
-  int64_t step = 0, micro = 0;
-  double loss_sum = 0, count = 0;
+  int64_t step = 0;
   model->train();
   for (int64_t epoch = 0; epoch < args.epochs; ++epoch) {
     train_loader->start_epoch(epoch);
-    for (int64_t b = 0; auto batch = train_loader->next(); ++b) {
-      const int64_t left = train_loader->batches_per_epoch() - (b - micro);  // micro-batches of this step
-      const int64_t in_step = std::min(kAccumulation, left);
-      const bool sync = acc.accumulate(b + 1 == train_loader->batches_per_epoch());
-      acc.seed_step(step, micro++);
-      const at::Tensor keep = batch->is_padding.logical_not();
-      const train::MicroBatchLoss loss = objective->loss(*model, *batch, keep, acc);
-      // The mean over the global batch (Note [Objectives]): the reducer averages over W ranks.
-      const double units = comm.allreduce_value(loss.count);
-      double scale = comm.world_size() / (std::max(1.0, units) * static_cast<double>(in_step));
-      if (sync && inject && overflow == train::InjectedOverflow{comm.rank(), step + 1})
-        scale = std::numeric_limits<double>::infinity();
-      loss_sum += comm.allreduce_value(loss.sum.item<double>()), count += units;
-      acc.backward(loss.sum * scale);
-      if (!sync) continue;
+    const int64_t batches = train_loader->batches_per_epoch();
+    for (int64_t first = 0; first < batches; first += kAccumulation) {
+      // A step's micro-batches are read first, so that the step's count (the units its loss is averaged
+      // over, on every rank) is known before the first backward (Note [Objectives]).
+      std::vector<loader::Batch> micro_batches;
+      double units = 0;
+      for (int64_t b = first; b < std::min(batches, first + kAccumulation); ++b) {
+        micro_batches.push_back(*train_loader->next());
+        units += objective->count(micro_batches.back(), micro_batches.back().is_padding.logical_not());
+      }
+      units = comm.allreduce_value(units);
+      double loss_sum = 0;
+      for (std::size_t i = 0; i < micro_batches.size(); ++i) {
+        const bool sync = acc.accumulate(i + 1 == micro_batches.size());
+        acc.seed_step(step, static_cast<int64_t>(i));
+        const at::Tensor keep = micro_batches[i].is_padding.logical_not();
+        const train::MicroBatchLoss loss = objective->loss(*model, micro_batches[i], keep, acc);
+        // The mean over the step's global batch: the reducer averages over W ranks.
+        double scale = comm.world_size() / std::max(1.0, units);
+        if (sync && inject && overflow == train::InjectedOverflow{comm.rank(), step + 1})
+          scale = std::numeric_limits<double>::infinity();
+        loss_sum += comm.allreduce_value(loss.sum.item<double>());
+        acc.backward(loss.sum * scale);
+      }
       const train::StepOutcome outcome = acc.optimizer_step(train::learning_rate(schedule, step++), /*max_grad_norm=*/1.0);
       const std::string scale_text = outcome.loss_scale ? fmt::format(" loss_scale {}", *outcome.loss_scale) : "";
       if (outcome.stepped())
-        acc.print("epoch {} step {} loss {:.4f} grad_norm {:.3f}{}", epoch, step, loss_sum / count, outcome.grad_norm, scale_text);
+        acc.print("epoch {} step {} loss {:.4f} grad_norm {:.3f}{}", epoch, step, loss_sum / units, outcome.grad_norm,
+                  scale_text);
       else
         acc.print("epoch {} step {} skipped: the gradients hold inf/NaN{}", epoch, step, scale_text);
-      loss_sum = count = 0, micro = 0;
     }
     const train::Evaluation evaluation = objective->evaluate(*model, *eval_loader, train::eval_context(acc));
     acc.print("epoch {}: validation accuracy {:.4f}", epoch, evaluation.metrics.score("accuracy").value_or(0));

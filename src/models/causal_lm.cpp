@@ -21,11 +21,12 @@ TokenLossSum causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labe
   HPCTRAIN_CHECK(labels.scalar_type() == at::kLong, "causal LM loss: labels must be int64 token ids, got {}",
                  std::string(c10::toString(labels.scalar_type())));
   const int64_t vocab = logits.size(2);
-  // Position t predicts token t + 1; the last position predicts nothing.
-  const at::Tensor shifted_logits = logits.slice(1, 0, logits.size(1) - 1).to(at::kFloat).reshape({-1, vocab});
-  const at::Tensor shifted_labels = labels.slice(1, 1).reshape({-1});
+  // Position t predicts token t + 1; the last position predicts nothing. The labels are shifted, not the
+  // logits (as transformers' ForCausalLMLoss does): slicing [B, L, V] would copy it, and its gradient.
+  const at::Tensor flat_logits = logits.to(at::kFloat).reshape({-1, vocab});
+  const at::Tensor shifted_labels = at::constant_pad_nd(labels.slice(1, 1), {0, 1}, kIgnoreIndex).reshape({-1});
   TokenLossSum out;
-  out.sum = at::cross_entropy_loss(shifted_logits, shifted_labels, {}, at::Reduction::Sum, kIgnoreIndex);
+  out.sum = at::cross_entropy_loss(flat_logits, shifted_labels, {}, at::Reduction::Sum, kIgnoreIndex);
   out.count = shifted_labels.ne(kIgnoreIndex).sum();
   return out;
 }

@@ -69,13 +69,12 @@ struct RowLosses {
 
 RowLosses row_losses(const at::Tensor& logits, const at::Tensor& labels) {
   const int64_t rows = logits.size(0), length = logits.size(1), vocab = logits.size(2);
+  // Shifted labels, not sliced logits (as causal_lm_loss_sum): position t predicts token t + 1.
+  const at::Tensor shifted = at::constant_pad_nd(labels.slice(1, 1), {0, 1}, kIgnoreIndex).to(logits.device());
+  const at::Tensor per_token = at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shifted.reshape(-1),
+                                                      {}, at::Reduction::None, kIgnoreIndex);
   RowLosses out;
-  if (length < 2) return {at::zeros({rows}, at::kDouble), at::zeros({rows}, at::kLong)};
-  const at::Tensor shifted = labels.slice(1, 1).to(logits.device());
-  const at::Tensor per_token =
-      at::cross_entropy_loss(logits.slice(1, 0, length - 1).to(at::kFloat).reshape({-1, vocab}), shifted.reshape(-1),
-                             {}, at::Reduction::None, kIgnoreIndex);
-  out.sum = per_token.view({rows, length - 1}).to(at::kDouble).sum(1).cpu();
+  out.sum = per_token.view({rows, length}).to(at::kDouble).sum(1).cpu();
   out.count = shifted.ne(kIgnoreIndex).sum(1).cpu();
   return out;
 }
