@@ -70,7 +70,7 @@ long launched_processes() {
   return most;
 }
 
-void check_options(const GenerateOptions& o) {
+void check_generate_options(const GenerateOptions& o) {
   const long processes = launched_processes();
   HPCTRAIN_CHECK(processes <= 1,
                  "hpctrain generate runs in one process, but it was started as one of {} (mpirun -np / srun); run it "
@@ -116,7 +116,7 @@ int generate_command(const Args& args) {
   po::options_description options = generate_options(o);
   po::variables_map values;
   if (!parse_options(args, kGenerateUsage, options, values)) return 0;
-  check_options(o);
+  check_generate_options(o);
   (void)train::apply_threads(o.threads, 1);
   const fs::path tokenizer_dir = tokenizer_folder(o);
   const std::shared_ptr<models::CausalLM> model = load_model(o.model);

@@ -50,7 +50,7 @@ at::Tensor last_logits(CausalLM& model, KvCache* cache, const std::vector<int64_
 double uniform01(SplitMix64& rng) { return static_cast<double>(rng.next() >> 11) * 0x1.0p-53; }
 
 // Inverse-CDF draw from `probs` [vocab] (summing to about 1; zeros are never drawn).
-int64_t draw(const at::Tensor& probs, SplitMix64& rng) {
+int64_t draw_token(const at::Tensor& probs, SplitMix64& rng) {
   const at::Tensor p = probs.to(at::kCPU, at::kDouble).contiguous();
   const double* values = p.data_ptr<double>();
   const int64_t vocab = p.numel();
@@ -124,7 +124,7 @@ int64_t next_token(const at::Tensor& logits, const GenerationOptions& options, S
   const at::Tensor scores = logits.to(at::kFloat);  // transformers' generate works on float32 scores
   if (options.temperature == 0) return scores.argmax().item<int64_t>();
   const at::Tensor warped = top_p_filtered(top_k_filtered(scores / options.temperature, options.top_k), options.top_p);
-  return draw(at::softmax(warped, -1), rng);
+  return draw_token(at::softmax(warped, -1), rng);
 }
 
 at::Tensor top_k_filtered(const at::Tensor& logits, int64_t top_k) {

@@ -12,7 +12,7 @@ namespace hpctrain::models {
 namespace {
 
 // A [B, capacity, width] store holding `kept` tokens of `old` (if defined) at the front.
-at::Tensor grown(const at::Tensor& old, const at::Tensor& like, int64_t capacity, int64_t kept) {
+at::Tensor grown_store(const at::Tensor& old, const at::Tensor& like, int64_t capacity, int64_t kept) {
   at::Tensor store = at::empty({like.size(0), capacity, like.size(2)}, like.options());
   if (kept > 0) store.slice(1, 0, kept).copy_(old.slice(1, 0, kept));
   return store;
@@ -35,8 +35,8 @@ std::pair<at::Tensor, at::Tensor> LayerKvCache::append(const at::Tensor& keys, c
   const int64_t capacity = keys_.defined() ? keys_.size(1) : 0;
   if (needed > capacity) {
     const int64_t new_capacity = std::max({needed, 2 * capacity, reserve_});
-    keys_ = grown(keys_, keys, new_capacity, length_);
-    values_ = grown(values_, values, new_capacity, length_);
+    keys_ = grown_store(keys_, keys, new_capacity, length_);
+    values_ = grown_store(values_, values, new_capacity, length_);
   }
   keys_.slice(1, length_, needed).copy_(keys);
   values_.slice(1, length_, needed).copy_(values);
