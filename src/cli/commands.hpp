@@ -33,5 +33,7 @@ int env_command(const Args& args, dist::Comm& comm);
 int bench_comm_command(const Args& args, dist::Comm& comm);
 // `hpctrain bench predict`: the scaling model (train/scaling_model.hpp); single-process.
 int bench_predict_command(const Args& args);
+// `hpctrain generate`: a causal LM continues a prompt; one process (refused under a launcher of several).
+int generate_command(const Args& args);
 
 }  // namespace hpctrain::cli

@@ -31,7 +31,7 @@ namespace hpctrain::models::detail {
 // padded query, becomes uniform instead of NaN, as transformers' finfo.min masks) to the dtype's lowest value.
 // The [Lq, Lk] boolean "future" mask is built per call in forward and again in backward; nothing Lq x Lk is
 // saved for backward. Keys are aligned bottom-right (query i is at key position i + Lk - Lq) so a KV cache can
-// pass only the new queries. Grouped-query heads are expanded to one key/value head per query head before the
+// pass only the new queries (Note [KV cache] in include/hpctrain/models/kv_cache.hpp). Grouped-query heads are expanded to one key/value head per query head before the
 // kernel (linear in L; autograd sums the gradients of a group back into its key/value head).
 
 namespace {

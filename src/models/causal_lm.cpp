@@ -60,14 +60,26 @@ ModelSpec causal_lm_spec(const std::string& model_type, const std::string& archi
   return spec;
 }
 
-void check_causal_inputs(const ModelInputs& inputs, const char* model) {
-  const at::Tensor& ids = inputs.input_ids;
+namespace {
+void check_token_ids(const at::Tensor& ids, const char* model) {
   HPCTRAIN_CHECK(ids.defined() && ids.dim() == 2 && ids.size(1) >= 1 && ids.scalar_type() == at::kLong,
                  "{}: input_ids must be an int64 tensor [batch, sequence] with at least one token", model);
+}
+}  // namespace
+
+void check_causal_inputs(const ModelInputs& inputs, const char* model) {
+  const at::Tensor& ids = inputs.input_ids;
+  check_token_ids(ids, model);
   const at::Tensor& mask = inputs.attention_mask;
   HPCTRAIN_CHECK(!mask.defined() || mask.sizes() == ids.sizes(),
                  "{}: attention_mask must have the shape of input_ids {}, got {}", model, c10::str(ids.sizes()),
                  c10::str(mask.sizes()));
+}
+
+void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size_t layers, const char* model) {
+  check_token_ids(input_ids, model);
+  HPCTRAIN_CHECK(cache.num_layers() == layers, "{}: a KV cache for {} layers given to a model of {} layers", model,
+                 cache.num_layers(), layers);
 }
 
 at::Tensor head_logits(const at::Tensor& hidden, const torch::nn::Linear& lm_head,

@@ -1,6 +1,7 @@
 // Private to src/models: pieces the causal LMs (gpt2.cpp, llama.cpp) share.
 #pragma once
 
+#include "hpctrain/models/kv_cache.hpp"
 #include "hpctrain/models/model.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -20,6 +21,9 @@ namespace hpctrain::models::detail {
 
 // Error naming `model` unless input_ids is int64 [B, L] with L >= 1 and attention_mask, when given, [B, L].
 void check_causal_inputs(const ModelInputs& inputs, const char* model);
+
+// Error naming `model` unless input_ids is int64 [B, L] with L >= 1 and `cache` is for `layers` layers.
+void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size_t layers, const char* model);
 
 // lm_head(hidden), or hidden @ embedding^T when the head is tied (lm_head null, Note [Tied head]).
 [[nodiscard]] at::Tensor head_logits(const at::Tensor& hidden, const torch::nn::Linear& lm_head,

@@ -12,6 +12,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <tuple>
 
 namespace hpctrain::models {
 
@@ -44,8 +45,9 @@ Gpt2Attention::Gpt2Attention(const io::Gpt2Config& s)
   c_proj = register_module("c_proj", std::make_shared<Gpt2Conv1D>(s.n_embd, s.n_embd));
 }
 
-at::Tensor Gpt2Attention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const std::vector<at::Tensor> qkv = c_attn->forward(hidden).chunk(3, -1);
+at::Tensor Gpt2Attention::forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache) {
+  std::vector<at::Tensor> qkv = c_attn->forward(hidden).chunk(3, -1);
+  if (cache != nullptr) std::tie(qkv[1], qkv[2]) = cache->append(qkv[1], qkv[2]);  // Note [KV cache]
   const at::Tensor context = detail::causal_self_attention(qkv[0], qkv[1], qkv[2], key_mask, heads_, heads_, scale_,
                                                            attn_dropout_, is_training());
   return detail::seeded_dropout(c_proj->forward(context), resid_dropout_, is_training());
@@ -70,6 +72,11 @@ Gpt2Block::Gpt2Block(const io::Gpt2Config& s) {
 
 at::Tensor Gpt2Block::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
   const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), key_mask);
+  return attended + mlp->forward(detail::norm_in_fp32(ln_2, attended));
+}
+
+at::Tensor Gpt2Block::forward_cached(const at::Tensor& hidden, LayerKvCache& cache) {
+  const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), at::Tensor(), &cache);
   return attended + mlp->forward(detail::norm_in_fp32(ln_2, attended));
 }
 
@@ -118,15 +125,30 @@ void GPT2LMHeadModel::init_weights() {
 
 ModelOutput GPT2LMHeadModel::forward(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, "GPT-2");
-  const int64_t length = inputs.input_ids.size(1);
-  HPCTRAIN_CHECK(length <= settings_.n_positions,
-                 "GPT-2: sequence length {} exceeds n_positions {}; truncate the input", length, settings_.n_positions);
-  const at::Tensor positions = at::arange(length, inputs.input_ids.options()).unsqueeze(0);
-  at::Tensor hidden = transformer->wte->forward(inputs.input_ids) + transformer->wpe->forward(positions);
-  hidden = detail::seeded_dropout(hidden, settings_.embd_pdrop, is_training());
+  at::Tensor hidden = embed(inputs.input_ids, 0);
   for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, inputs.attention_mask);
-  hidden = detail::norm_in_fp32(transformer->ln_f, hidden);
-  return output_of(detail::head_logits(hidden, lm_head, transformer->wte), inputs);
+  return output_of(logits_of(hidden), inputs);
+}
+
+at::Tensor GPT2LMHeadModel::forward_cached(const at::Tensor& input_ids, KvCache& cache) {
+  detail::check_cached_inputs(input_ids, cache, transformer->h.size(), "GPT-2");
+  at::Tensor hidden = embed(input_ids, cache.length());
+  for (size_t i = 0; i < transformer->h.size(); ++i) hidden = transformer->h[i]->forward_cached(hidden, cache.layer(i));
+  return logits_of(hidden);
+}
+
+at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_position) {
+  const int64_t end = first_position + input_ids.size(1);
+  HPCTRAIN_CHECK(end <= settings_.n_positions,
+                 "GPT-2: sequence length {} exceeds n_positions {}; truncate the input (or generate fewer tokens)", end,
+                 settings_.n_positions);
+  const at::Tensor positions = at::arange(first_position, end, input_ids.options()).unsqueeze(0);
+  const at::Tensor hidden = transformer->wte->forward(input_ids) + transformer->wpe->forward(positions);
+  return detail::seeded_dropout(hidden, settings_.embd_pdrop, is_training());
+}
+
+at::Tensor GPT2LMHeadModel::logits_of(const at::Tensor& hidden) {
+  return detail::head_logits(detail::norm_in_fp32(transformer->ln_f, hidden), lm_head, transformer->wte);
 }
 
 const ModelSpec& GPT2LMHeadModel::spec() const { return spec_; }

@@ -13,6 +13,7 @@
 
 #include <cmath>
 #include <optional>
+#include <tuple>
 
 namespace hpctrain::models {
 
@@ -55,14 +56,14 @@ RotaryEmbedding::RotaryEmbedding(const io::RopeConfig& rope, int64_t head_dim) {
                  "rotary embeddings: rope_type \"{}\" is not implemented", rope.type);
 }
 
-at::Tensor RotaryEmbedding::rotate(const at::Tensor& x) const {
+at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, int64_t first_position) const {
   const int64_t length = x.size(1);
   at::Tensor cos, sin;
   {
     // Angles in float32 even inside an autocast region, as transformers' LlamaRotaryEmbedding.
     std::optional<compat::AutocastScope> fp32;
     if (compat::AutocastScope::is_enabled(x.device().type())) fp32.emplace(x.device().type(), /*enabled=*/false);
-    const at::Tensor positions = at::arange(length, x.options().dtype(at::kFloat));
+    const at::Tensor positions = at::arange(first_position, first_position + length, x.options().dtype(at::kFloat));
     const at::Tensor freqs = at::outer(positions, inv_freq_.to(x.device()));  // [L, d/2]: pos * inv_freq
     const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, length, 1, x.size(-1)});
     cos = angles.cos().to(x.scalar_type());
@@ -94,14 +95,17 @@ LlamaAttention::LlamaAttention(const io::LlamaConfig& s, bool qkv_bias, bool o_b
   o_proj = register_module("o_proj", make_linear(heads_ * head_dim_, s.hidden_size, o_bias));
 }
 
-at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
+at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1);
-  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}));
-  const at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}));
-  const at::Tensor context = detail::causal_self_attention(
-      q.reshape({batch, length, heads_ * head_dim_}), k.reshape({batch, length, kv_heads_ * head_dim_}),
-      v_proj->forward(hidden), key_mask, heads_, kv_heads_, 1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_,
-      is_training());
+  const int64_t first = cache != nullptr ? cache->length() : 0;  // Note [KV cache]: the new tokens' positions
+  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), first);
+  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), first)
+                     .reshape({batch, length, kv_heads_ * head_dim_});
+  at::Tensor v = v_proj->forward(hidden);
+  if (cache != nullptr) std::tie(k, v) = cache->append(k, v);
+  const at::Tensor context =
+      detail::causal_self_attention(q.reshape({batch, length, heads_ * head_dim_}), k, v, key_mask, heads_, kv_heads_,
+                                    1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training());
   return o_proj->forward(context);
 }
 
@@ -128,6 +132,11 @@ LlamaDecoderLayer::LlamaDecoderLayer(const io::LlamaConfig& s, bool qwen2,
 
 at::Tensor LlamaDecoderLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
   const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), key_mask);
+  return attended + mlp->forward(post_attention_layernorm->forward(attended));
+}
+
+at::Tensor LlamaDecoderLayer::forward_cached(const at::Tensor& hidden, LayerKvCache& cache) {
+  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), at::Tensor(), &cache);
   return attended + mlp->forward(post_attention_layernorm->forward(attended));
 }
 
@@ -180,6 +189,13 @@ ModelOutput LlamaForCausalLM::forward(const ModelInputs& inputs) {
   for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
   hidden = model->norm->forward(hidden);
   return output_of(detail::head_logits(hidden, lm_head, model->embed_tokens), inputs);
+}
+
+at::Tensor LlamaForCausalLM::forward_cached(const at::Tensor& input_ids, KvCache& cache) {
+  detail::check_cached_inputs(input_ids, cache, model->layers.size(), spec_.architecture.c_str());
+  at::Tensor hidden = model->embed_tokens->forward(input_ids);
+  for (size_t i = 0; i < model->layers.size(); ++i) hidden = model->layers[i]->forward_cached(hidden, cache.layer(i));
+  return detail::head_logits(model->norm->forward(hidden), lm_head, model->embed_tokens);
 }
 
 const ModelSpec& LlamaForCausalLM::spec() const { return spec_; }

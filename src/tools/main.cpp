@@ -28,6 +28,7 @@ commands:
   train         data-parallel training with checkpoints and resume                 (mpirun -np N ok)
   eval          loss, accuracy, macro-F1 and confusion matrix of a model on a split   (mpirun -np N ok)
   predict       per-example predictions of a model on a split, as JSONL              (mpirun -np N ok)
+  generate      continue a text prompt with a causal LM (greedy or sampled, KV cache) (one process)
   env           versions, build, CPU, MPI, HDF5, Slurm, and one row per rank           (mpirun -np N ok)
   bench comm    allreduce latency and bandwidth by message size, fitted alpha-beta    (mpirun -np N)
   bench predict step time and scaling efficiency on nodes x GPUs from one rank's step
@@ -100,6 +101,7 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
   }
   if (command == "inspect") return inspect_command(rest);
   if (command == "estimate-memory") return estimate_memory_command(rest);
+  if (command == "generate") return generate_command(rest);
   if (command == "bench") {  // bench comm is distributed (run_distributed)
     const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());
     if (!rest.empty() && rest[0] == "predict") return bench_predict_command(options);

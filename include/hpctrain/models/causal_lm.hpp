@@ -1,8 +1,8 @@
 // The second model kind: decoder-only causal language models (GPT-2 in gpt2.hpp; Llama and Qwen2 in
 // llama.hpp). forward(inputs) -> logits [B, L, vocab_size] for every position (+ the mean next-token loss
-// when labels are given), and the per-token loss sum the training objective needs.
-// Not here: generation and the KV cache (the attention takes keys longer than the queries for it, Note
-// [Causal attention] in src/models/attention.cpp), the training objective (train/).
+// when labels are given), the per-token loss sum the training objective needs, and forward_cached, the
+// inference forward over a KV cache (Note [KV cache] in kv_cache.hpp).
+// Not here: the decoding loop and the samplers (generation.hpp), the training objective (train/).
 //
 // Note [Tied head]
 // With tie_word_embeddings (GPT-2's default; Llama's and Qwen2's is false) the head is the input embedding:
@@ -13,6 +13,7 @@
 // Untied, "lm_head" is a head module: a base checkpoint without it loads with lm_head newly initialized.
 #pragma once
 
+#include "hpctrain/models/kv_cache.hpp"
 #include "hpctrain/models/model.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -41,6 +42,13 @@ class CausalLM : public Model {
   [[nodiscard]] virtual int64_t vocab_size() const = 0;
   // Note [Tied head]: true when the head is the input embedding (no lm_head parameter).
   [[nodiscard]] virtual bool tied_head() const = 0;
+
+  // Note [KV cache]: the logits [B, L, vocab_size] of input_ids int64 [B, L] (no padding) at positions
+  // cache.length() ... + L - 1, attending to the cached tokens before them; the cache then holds these L too.
+  // With an empty cache the logits equal forward()'s (up to summation order).
+  [[nodiscard]] virtual at::Tensor forward_cached(const at::Tensor& input_ids, KvCache& cache) = 0;
+  // An empty cache for this model's layers; `reserve`: the tokens expected (prompt + new ones).
+  [[nodiscard]] KvCache new_kv_cache(int64_t reserve = 0) { return KvCache(transformer_layers().size(), reserve); }
 
  protected:
   // logits, and the loss when inputs.labels is defined.

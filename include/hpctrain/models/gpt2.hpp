@@ -36,7 +36,8 @@ class Gpt2Conv1D : public torch::nn::Module {
 class Gpt2Attention : public torch::nn::Module {
  public:
   explicit Gpt2Attention(const io::Gpt2Config& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask);
+  // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
 
   std::shared_ptr<Gpt2Conv1D> c_attn;  // [D, 3D]: q, k, v side by side
   std::shared_ptr<Gpt2Conv1D> c_proj;
@@ -62,6 +63,7 @@ class Gpt2Block : public TransformerLayer {
  public:
   explicit Gpt2Block(const io::Gpt2Config& config);
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward_cached(const at::Tensor& hidden, LayerKvCache& cache);  // Note [KV cache]
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
   std::shared_ptr<Gpt2Attention> attn;
@@ -84,6 +86,7 @@ class GPT2LMHeadModel : public CausalLM {
   explicit GPT2LMHeadModel(io::HfConfig config);
 
   ModelOutput forward(const ModelInputs& inputs) override;
+  [[nodiscard]] at::Tensor forward_cached(const at::Tensor& input_ids, KvCache& cache) override;
   [[nodiscard]] const ModelSpec& spec() const override;
   // transformers' GPT2 _init_weights: normal(0, initializer_range), c_proj weights normal(0, initializer_range
   // / sqrt(2 n_layer)), zero biases, LayerNorm 1 and 0.
@@ -96,6 +99,10 @@ class GPT2LMHeadModel : public CausalLM {
   torch::nn::Linear lm_head{nullptr};  // null when tied (Note [Tied head])
 
  private:
+  // Token + position embeddings of input_ids at positions first_position ... (+ dropout when training).
+  at::Tensor embed(const at::Tensor& input_ids, int64_t first_position);
+  at::Tensor logits_of(const at::Tensor& hidden);  // ln_f, then the head
+
   io::Gpt2Config settings_;  // a copy of config().gpt2()
   ModelSpec spec_;
 };

@@ -5,7 +5,7 @@
 // default, linear or llama3, SwiGLU MLP, grouped-query attention, scores scaled by head_dim^-0.5).
 // Qwen2 is the same network with a bias on q, k and v (io::Qwen2Config).
 // Not here: sliding-window attention, dynamic/yarn/longrope rotary scaling, pretraining_tp slicing (the same
-// function), generation.
+// function), the decoding loop (generation.hpp).
 #pragma once
 
 #include "hpctrain/models/causal_lm.hpp"
@@ -24,8 +24,9 @@ namespace hpctrain::models {
 class RotaryEmbedding {
  public:
   RotaryEmbedding(const io::RopeConfig& rope, int64_t head_dim);
-  // x [B, L, heads, head_dim] at positions 0..L-1 -> rotated x (transformers' apply_rotary_pos_emb).
-  [[nodiscard]] at::Tensor rotate(const at::Tensor& x) const;
+  // x [B, L, heads, head_dim] at positions first_position ... + L - 1 -> rotated x (transformers'
+  // apply_rotary_pos_emb; first_position > 0 for tokens after a KV cache's, Note [KV cache]).
+  [[nodiscard]] at::Tensor rotate(const at::Tensor& x, int64_t first_position = 0) const;
   [[nodiscard]] const at::Tensor& inverse_frequencies() const { return inv_freq_; }  // float32 [head_dim / 2]
 
  private:
@@ -48,7 +49,8 @@ class LlamaAttention : public torch::nn::Module {
  public:
   LlamaAttention(const io::LlamaConfig& config, bool qkv_bias, bool o_bias,
                  std::shared_ptr<const RotaryEmbedding> rotary);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask);
+  // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
+  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
 
   torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
@@ -73,6 +75,7 @@ class LlamaDecoderLayer : public TransformerLayer {
  public:
   LlamaDecoderLayer(const io::LlamaConfig& config, bool qwen2, std::shared_ptr<const RotaryEmbedding> rotary);
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward_cached(const at::Tensor& hidden, LayerKvCache& cache);  // Note [KV cache]
 
   std::shared_ptr<LlamaAttention> self_attn;
   std::shared_ptr<LlamaMlp> mlp;
@@ -97,6 +100,7 @@ class LlamaForCausalLM : public CausalLM {
   explicit LlamaForCausalLM(io::HfConfig config);
 
   ModelOutput forward(const ModelInputs& inputs) override;
+  [[nodiscard]] at::Tensor forward_cached(const at::Tensor& input_ids, KvCache& cache) override;
   [[nodiscard]] const ModelSpec& spec() const override;
   // transformers' _init_weights: Linear and Embedding normal(0, initializer_range) (the padding row zero),
   // biases zero, RMSNorm weights 1.

@@ -13,8 +13,16 @@ next to this script:
   causal_lm_golden.json                  per checkpoint and case: input_ids, attention_mask, labels (-100 under
                                          padding), the logits of the real (mask 1) tokens in row-major order
                                          [N, vocab] (6 decimals), transformers' loss for those labels
+  tiny-llama-tokenizer/                  LlamaForCausalLM (vocab 1504, tied) with the Llama-3-style byte-level BPE
+                                         tokenizer of tests/tokenize/golden/bpe/llama3 (for `hpctrain generate`)
+  generation_golden.json                 greedy `generate` (do_sample=False) per checkpoint: prompt ids, max_new_tokens,
+                                         the new ids (EOS: config.json's 2, or the case's eos_token_ids list); text
+                                         prompts of tiny-llama-tokenizer with their ids and decoded new text; the
+                                         tokens transformers' temperature/top-k/top-p warpers keep
 Each reference runs transformers in float32 on the folder as saved (a bfloat16 folder is loaded upcast).
 Run:    python3 tests/models/golden/causal_lm_reference.py
+Only generation_golden.json and tiny-llama-tokenizer/ (the other folders kept as they are):
+        python3 tests/models/golden/causal_lm_reference.py --generation
 Check a folder hpctrain saved (test_models writes them when HPCTRAIN_SAVE_CAUSAL_LM_TO=<dir> is set):
         python3 tests/models/golden/causal_lm_reference.py --check <dir>
 """
@@ -154,6 +162,128 @@ def generate():
     with open(os.path.join(HERE, "causal_lm_golden.json"), "w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
+    generation_golden()
+
+
+GENERATION_CHECKPOINTS = ["tiny-gpt2-f32", "tiny-gpt2-bf16", "tiny-llama-gqa-llama3", "tiny-llama-tied", "tiny-qwen2"]
+TOKENIZER = os.path.join(HERE, "..", "..", "tokenize", "golden", "bpe", "llama3")
+TEXT_PROMPTS = ["Hello world", "The quick brown fox", "42 tokens, don't stop!"]
+MAX_NEW = 10
+MARGIN = 1e-3  # the top two logits of every greedy step differ by more: summation order cannot flip the choice
+
+
+def greedy(model, prompt, max_new, eos=None):
+    """transformers' greedy generate: the new ids, or None when a step's top two logits are within MARGIN.
+    eos: a list of EOS ids instead of the config's."""
+    ids = torch.tensor([prompt])
+    eos = model.config.eos_token_id if eos is None else eos
+    with torch.no_grad():
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, num_beams=1,
+                             max_new_tokens=max_new, eos_token_id=eos, pad_token_id=model.config.eos_token_id,
+                             output_logits=True, return_dict_in_generate=True)
+    for logits in out.logits:
+        top2 = logits[0].float().topk(2).values
+        if (top2[0] - top2[1]).item() <= MARGIN:
+            return None
+    return out.sequences[0, len(prompt):].tolist()
+
+
+def generation_cases(model, vocab, g):
+    """Prompts of 1, 3 and 7 ids (drawn again while a step is within MARGIN)."""
+    cases = []
+    for length in (1, 3, 7):
+        while True:
+            prompt = torch.randint(3, vocab, (length,), generator=g).tolist()
+            new = greedy(model, prompt, MAX_NEW)
+            if new is not None:
+                break
+        cases.append({"prompt_ids": prompt, "max_new_tokens": MAX_NEW, "new_ids": new})
+    # The random models rarely emit their EOS id 2: a case whose EOS list names a token the generation emits.
+    for case in cases:
+        new = case["new_ids"]
+        first_new = [i for i in range(1, len(new)) if new[i] not in new[:i]]
+        if first_new:
+            eos = [2, new[first_new[0]]]
+            stopped = greedy(model, case["prompt_ids"], MAX_NEW, eos)
+            assert stopped == new[:first_new[0] + 1], (stopped, new)
+            cases.append(dict(case, new_ids=stopped, eos_token_ids=eos))
+            break
+    return cases
+
+
+def load_for_generation(folder):
+    eager = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="eager").eval()
+    sdpa = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, attn_implementation="sdpa").eval()
+    return eager, sdpa
+
+
+def tokenizer_model():
+    """A small Llama whose vocabulary is the llama3 test tokenizer's (ids 0..1503), with that tokenizer."""
+    from transformers import AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(TOKENIZER)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                         tie_word_embeddings=True, bos_token_id=tokenizer.bos_token_id,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=None)
+    torch.manual_seed(SEED + 2)
+    model = LlamaForCausalLM(config)
+    randomize(model)
+    folder = save("tiny-llama-tokenizer", model, torch.float32, None)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER, name), os.path.join(folder, name))
+    return folder, tokenizer
+
+
+def text_cases(folder, tokenizer):
+    eager, sdpa = load_for_generation(folder)
+    out = []
+    for text in TEXT_PROMPTS:
+        prompt = tokenizer(text)["input_ids"]
+        new = greedy(eager, prompt, 12)
+        assert new is not None and new == greedy(sdpa, prompt, 12), text
+        out.append({"prompt": text, "prompt_ids": prompt, "max_new_tokens": 12, "new_ids": new,
+                    "text": tokenizer.decode(new)})
+    return out
+
+
+def warper_cases(g):
+    """The tokens transformers' TemperatureLogitsWarper + TopK + TopP keep, for a few settings."""
+    from transformers.generation.logits_process import (TemperatureLogitsWarper, TopKLogitsWarper,
+                                                        TopPLogitsWarper)
+    logits = torch.randn(4, 24, generator=g) * 3
+    logits[3, 5] = logits[3, 6] = logits[3].max() + 1  # a tie at the top
+    out = {"logits": logits.tolist(), "cases": []}
+    for temperature, top_k, top_p in [(1.0, 5, 1.0), (0.7, 0, 0.9), (1.3, 3, 0.5), (1.0, 0, 0.3), (0.5, 30, 0.95),
+                                      (1.0, 1, 1.0), (2.0, 0, 1e-6)]:
+        scores = TemperatureLogitsWarper(temperature)(None, logits.clone())
+        if top_k > 0:
+            scores = TopKLogitsWarper(top_k)(None, scores)
+        if top_p < 1.0:
+            scores = TopPLogitsWarper(top_p)(None, scores)
+        out["cases"].append({"temperature": temperature, "top_k": top_k, "top_p": top_p,
+                             "kept": torch.isfinite(scores).tolist()})
+    return out
+
+
+def generation_golden():
+    g = torch.Generator().manual_seed(SEED + 3)
+    golden = {"max_margin_note": f"every greedy step's top two logits differ by more than {MARGIN}",
+              "checkpoints": {}}
+    for name in GENERATION_CHECKPOINTS:
+        eager, sdpa = load_for_generation(os.path.join(HERE, name))
+        cases = generation_cases(eager, VOCAB, g)
+        for case in cases:  # transformers' two attentions agree
+            assert greedy(sdpa, case["prompt_ids"], MAX_NEW, case.get("eos_token_ids")) == case["new_ids"], name
+        golden["checkpoints"][name] = {"eos_token_id": 2, "cases": cases}
+    folder, tokenizer = tokenizer_model()
+    golden["checkpoints"]["tiny-llama-tokenizer"] = {"eos_token_id": tokenizer.eos_token_id,
+                                                     "cases": text_cases(folder, tokenizer)}
+    golden["warpers"] = warper_cases(g)
+    stops = [c for entry in golden["checkpoints"].values() for c in entry["cases"] if "eos_token_ids" in c]
+    assert len(stops) >= 3, "fewer than 3 golden cases stop at an EOS id"
+    with open(os.path.join(HERE, "generation_golden.json"), "w") as f:
+        json.dump(golden, f, separators=(",", ":"))
+        f.write("\n")
 
 
 def check(saved_root):
@@ -174,5 +304,7 @@ def check(saved_root):
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--check":
         check(sys.argv[2])
+    elif len(sys.argv) == 2 and sys.argv[1] == "--generation":
+        generation_golden()
     else:
         generate()

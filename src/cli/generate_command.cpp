@@ -1,0 +1,138 @@
+// `hpctrain generate`: a causal LM folder continues a text prompt, greedy or sampled, over a KV cache, in one
+// process. The glue between the tokenizer (tokenize/) and generation (models/generation.hpp).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/log.hpp"
+#include "hpctrain/models/generation.hpp"
+#include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/tokenize/byte_level_bpe.hpp"
+#include "hpctrain/train/threads.hpp"
+#include "option_parsing.hpp"
+
+namespace hpctrain::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kGenerateUsage =
+    "hpctrain generate --model DIR [--tokenizer DIR] --prompt TEXT --max-new-tokens N "
+    "[--temperature T --top-k K --top-p P --seed S] [--json]\n"
+    "  one process (refused when a launcher started several); greedy unless --temperature > 0";
+
+struct GenerateOptions {
+  std::string model, tokenizer, prompt;
+  models::GenerationOptions generation;
+  int64_t seed = 0;
+  int threads = 0;
+  bool json = false;
+};
+
+po::options_description generate_options(GenerateOptions& o) {
+  models::GenerationOptions& g = o.generation;
+  po::options_description options("Generate");
+  options.add_options()
+      ("model", po::value(&o.model)->required(),
+       "causal LM folder (gpt2, llama, qwen2: config.json + model.safetensors)")
+      ("tokenizer", po::value(&o.tokenizer), "folder with tokenizer.json (default: the --model folder)")
+      ("prompt", po::value(&o.prompt)->required(), "the text to continue (encoded with the tokenizer's special tokens, "
+       "e.g. a Llama-3 BOS)")
+      ("max-new-tokens", po::value(&g.max_new_tokens)->required(), "the most tokens to generate (>= 1); generation "
+       "also stops after an EOS id (generation_config.json's eos_token_id, else config.json's)")
+      ("temperature", po::value(&g.temperature)->default_value(0.0), "0: greedy (transformers' do_sample=False); "
+       "> 0: sample from softmax(logits / T)")
+      ("top-k", po::value(&g.top_k)->default_value(0), "sampling: keep the K most likely tokens (0: all)")
+      ("top-p", po::value(&g.top_p)->default_value(1.0), "sampling: keep the most likely tokens whose probabilities "
+       "sum to >= P (1: all)")
+      ("seed", po::value(&o.seed)->default_value(0), "sampling: the same seed draws the same tokens (hpctrain's own "
+       "generator: not the tokens torch.manual_seed gives transformers)")
+      ("threads", po::value(&o.threads)->default_value(0), "CPU threads (0: the cores)")
+      ("json", po::bool_switch(&o.json), "print one JSON object {\"prompt_ids\", \"new_ids\", \"text\"}: text is the "
+       "new tokens decoded (the prompt not included, EOS token included when generation stopped at it)");
+  return options;
+}
+
+// Open MPI's, MPICH's and srun's count of the processes launched together (1 when none is set).
+long launched_processes() {
+  long most = 1;
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    if (const char* value = std::getenv(name)) most = std::max(most, std::strtol(value, nullptr, 10));
+  }
+  return most;
+}
+
+void check_generate_options(const GenerateOptions& o) {
+  const long processes = launched_processes();
+  HPCTRAIN_CHECK(processes <= 1,
+                 "hpctrain generate runs in one process, but it was started as one of {} (mpirun -np / srun); run it "
+                 "without a launcher",
+                 processes);
+  HPCTRAIN_CHECK(o.seed >= 0, "--seed: expected an integer >= 0, got {}", o.seed);
+  HPCTRAIN_CHECK(o.threads >= 0, "--threads: expected a count >= 0 (0: the cores), got {}", o.threads);
+  try {
+    models::check_generation_options(o.generation);
+  } catch (const Error& error) {  // "top_k: expected ..." -> "--top-k: expected ..."
+    std::string message = error.what();
+    const auto colon = message.find(':');
+    std::string field = message.substr(0, colon);
+    std::replace(field.begin(), field.end(), '_', '-');
+    fail("--{}{}", field, message.substr(colon));
+  }
+  if (o.generation.temperature == 0 && (o.generation.top_k != 0 || o.generation.top_p != 1.0))
+    log::warning("--top-k and --top-p apply when sampling (--temperature > 0); greedy decoding ignores them");
+}
+
+// --tokenizer, else the model folder: checked before the weights are read; an Error naming the folder looked in.
+fs::path tokenizer_folder(const GenerateOptions& o) {
+  const fs::path folder = o.tokenizer.empty() ? fs::path(o.model) : fs::path(o.tokenizer);
+  HPCTRAIN_CHECK(fs::is_regular_file(folder / "tokenizer.json"),
+                 "no tokenizer.json in {} ({}): pass --tokenizer DIR, a folder with the model's tokenizer.json",
+                 folder.string(), o.tokenizer.empty() ? "the --model folder" : "--tokenizer");
+  return folder;
+}
+
+std::shared_ptr<models::CausalLM> load_model(const std::string& dir) {
+  auto loaded = models::causal_lm_from_pretrained(dir);
+  if (!loaded.report.newly_initialized.empty())
+    log::warning("{}: the LM head is not in the checkpoint; the generated tokens are random\n{}", dir,
+                 loaded.report.summary());
+  loaded.model->eval();
+  return loaded.model;
+}
+
+}  // namespace
+
+int generate_command(const Args& args) {
+  GenerateOptions o;
+  po::options_description options = generate_options(o);
+  po::variables_map values;
+  if (!parse_options(args, kGenerateUsage, options, values)) return 0;
+  check_generate_options(o);
+  (void)train::apply_threads(o.threads, 1);
+  const fs::path tokenizer_dir = tokenizer_folder(o);
+  const std::shared_ptr<models::CausalLM> model = load_model(o.model);
+  const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(tokenizer_dir);
+  const std::vector<int32_t> encoded = tokenizer.encode(o.prompt);
+  const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());
+  o.generation.seed = static_cast<uint64_t>(o.seed);
+  o.generation.eos_token_ids = models::eos_token_ids(o.model);
+  const std::vector<int64_t> new_ids = models::generate(*model, prompt_ids, o.generation);
+  const std::string text = tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
+  if (o.json) {
+    std::cout << nlohmann::json{{"prompt_ids", prompt_ids}, {"new_ids", new_ids}, {"text", text}}.dump() << "\n";
+  } else {
+    std::cout << o.prompt << text << "\n";
+  }
+  return 0;
+}
+
+}  // namespace hpctrain::cli
