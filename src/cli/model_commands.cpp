@@ -16,6 +16,7 @@
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/output_check.hpp"
+#include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/device.hpp"
@@ -196,39 +197,69 @@ int predict_command(const Args& args, dist::Comm& comm) {
   return 0;
 }
 
-int inspect_model(const std::string& dir, bool json) {
-  auto pretrained = models::load_pretrained(dir);
-  const auto& model = *pretrained.model;
+namespace {
+
+// transformers' config class of a model type ("GPT2Config"), as `print(AutoConfig.from_pretrained(dir))` heads it.
+std::string config_class(const std::string& model_type) {
+  static const std::map<std::string, std::string> names = {{"bert", "BertConfig"},
+                                                           {"distilbert", "DistilBertConfig"},
+                                                           {"gpt2", "GPT2Config"},
+                                                           {"llama", "LlamaConfig"},
+                                                           {"qwen2", "Qwen2Config"}};
+  const auto found = names.find(model_type);
+  return found != names.end() ? found->second : model_type + " Config";
+}
+
+// Parameter counts grouped by the first two name parts ("distilbert.embeddings", "transformer.h"; a top-level
+// "classifier.weight" -> "classifier").
+std::map<std::string, int64_t> parameters_by_module(const models::Model& model) {
   std::map<std::string, int64_t> by_module;
-  int64_t total = 0;
   for (const auto& item : model.named_parameters()) {
     const std::string& name = item.key();
-    // Group by the first two name parts ("distilbert.embeddings", "classifier.weight" → "classifier").
     const auto first = name.find('.');
     const auto second = first == std::string::npos ? std::string::npos : name.find('.', first + 1);
     const bool leaf = second == std::string::npos || name.compare(first + 1, second - first - 1, "weight") == 0;
-    const std::string group = leaf ? name.substr(0, first) : name.substr(0, second);
-    by_module[group] += item.value().numel();
-    total += item.value().numel();
+    by_module[leaf ? name.substr(0, first) : name.substr(0, second)] += item.value().numel();
   }
+  return by_module;
+}
+
+// The head's status: to initialize, tied to the input embedding (Note [Tied head]: no lm_head tensor, and any
+// stored lm_head.weight is ignored), or present.
+std::string head_status(const models::Model& model, const models::LoadReport& report) {
+  if (!report.newly_initialized.empty())
+    return fmt::format("will be initialized: {}", fmt::join(report.newly_initialized, ", "));
+  const auto* lm = dynamic_cast<const models::CausalLM*>(&model);
+  if (lm != nullptr && lm->tied_head())
+    return fmt::format("tied: lm_head is the input embedding (vocabulary {}, no lm_head.weight)", lm->vocab_size());
+  if (lm != nullptr) return fmt::format("present: lm_head (vocabulary {}, untied)", lm->vocab_size());
+  return "present";
+}
+
+}  // namespace
+
+int inspect_model(const std::string& dir, bool json) {
+  auto pretrained = models::load_pretrained(dir);
+  const auto& model = *pretrained.model;
+  const std::map<std::string, int64_t> by_module = parameters_by_module(model);
+  int64_t total = 0;
+  for (const auto& [group, count] : by_module) total += count;
   std::map<std::string, int64_t> dtypes;
   for (const auto& [name, tensor] : models::read_weights(dir)) ++dtypes[std::string(c10::toString(tensor.scalar_type()))];
   std::vector<std::string> tokenizer_files;
   for (const char* file : {"vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"})
     if (fs::exists(fs::path(dir) / file)) tokenizer_files.push_back(file);
   const auto& report = pretrained.report;
-  const std::string head = report.newly_initialized.empty() ? "present"
-                                                             : "will be initialized: " + fmt::format("{}", fmt::join(report.newly_initialized, ", "));
+  const std::string head = head_status(model, report);
+  const std::string architecture = model.spec().architecture;
   if (json) {
-    nlohmann::json out = {{"config", model.config().to_json()}, {"parameters", total},  {"parameters_by_module", by_module},
-                          {"stored_dtypes", dtypes},             {"head", head},         {"tokenizer_files", tokenizer_files},
-                          {"ignored", report.ignored}};
+    nlohmann::json out = {{"config", model.config().to_json()}, {"architecture", architecture}, {"parameters", total},
+                          {"parameters_by_module", by_module},  {"stored_dtypes", dtypes},      {"head", head},
+                          {"tokenizer_files", tokenizer_files}, {"ignored", report.ignored}};
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  const std::string architecture = model.spec().architecture;
-  std::cout << fmt::format("{}\n{}Config {}\n\n", dir, model.config().model_type() == "bert" ? "Bert" :
-                           model.config().model_type() == "distilbert" ? "DistilBert" : model.config().model_type() + " ",
+  std::cout << fmt::format("{}\n{} {}\n\n", dir, config_class(model.config().model_type()),
                            model.config().to_json().dump(2));
   std::cout << fmt::format("architecture  {}\nparameters    {}\n", architecture, total);
   for (const auto& [group, count] : by_module) std::cout << fmt::format("  {:<36} {:>12}\n", group, count);

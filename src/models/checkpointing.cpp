@@ -83,15 +83,17 @@ compat::AutocastState saved_autocast(torch::autograd::AutogradContext* ctx) {
 
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
+  // `key_mask` is a placeholder when `has_mask` is false (see the runner below).
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& key_mask,
-                            TransformerLayer* layer) {
+                            bool has_mask, TransformerLayer* layer) {
     const GeneratorStates generators = GeneratorStates::capture(hidden.device());
     ctx->save_for_backward({hidden, key_mask});
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);  // not owned: see Note [Layer checkpointing]
+    ctx->saved_data["has_mask"] = has_mask;
     ctx->saved_data["cpu_generator"] = generators.cpu;
     ctx->saved_data["device_generator"] = generators.device;
     save_autocast(ctx, compat::AutocastState::current());
-    return layer->forward(hidden, key_mask);
+    return layer->forward(hidden, has_mask ? key_mask : at::Tensor());
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -109,11 +111,11 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       generators.restore();
       compat::AutocastStateGuard same_autocast(saved_autocast(ctx));
       at::AutoGradMode grad_on(true);
-      output = layer->forward(input, saved[1]);
+      output = layer->forward(input, ctx->saved_data["has_mask"].toBool() ? saved[1] : at::Tensor());
       now.restore();
     }
     torch::autograd::backward({output}, {grad_outputs[0]});
-    return {input.grad(), at::Tensor(), at::Tensor()};
+    return {input.grad(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -122,7 +124,10 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 LayerRunner checkpointing_layer_runner() {
   return [](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
     if (!at::GradMode::is_enabled() || !hidden.requires_grad()) return layer.forward(hidden, key_mask);
-    return CheckpointedLayer::apply(hidden, key_mask, &layer);
+    // A causal LM on packed rows has no mask; LibTorch 1.13's Function::apply cannot take an undefined tensor
+    // (VariableInfo asks it for its device), so an empty one stands in for it.
+    const bool has_mask = key_mask.defined();
+    return CheckpointedLayer::apply(hidden, has_mask ? key_mask : at::empty({0}, hidden.options()), has_mask, &layer);
   };
 }
 

@@ -5,10 +5,27 @@
 
 #include <algorithm>
 
+#include "activation_arithmetic.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/registry.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 
 namespace hpctrain::train {
+
+namespace detail {
+
+int64_t activation_bytes(const std::string& precision) {
+  if (precision == "fp32") return 4;
+  if (precision == "bf16") return 2;
+  fail("--precision '{}': expected fp32 or bf16", precision);
+}
+
+int64_t layer_norm_block_bytes(int64_t tokens, int64_t width, int64_t ffn_width, int64_t a) {
+  const int64_t layer_norm_inputs = 2 * tokens * width * 4;  // fp32 under autocast too
+  return tokens * (7 * width + 2 * ffn_width) * a + layer_norm_inputs + 4 * tokens * 4 + tokens * a;
+}
+
+}  // namespace detail
 
 // Note [Activation arithmetic]
 // What autograd keeps for backward, counted from the layers as models/ builds them (distilbert.cpp,
@@ -25,7 +42,8 @@ namespace hpctrain::train {
 // fp32. With gradient checkpointing each layer keeps only its input, and backward recomputes one layer
 // at a time. Backward's largest temporaries are the FFN's: gradients of the inner pre-activation and
 // activation (2 T x F) and of the layer's output and input (2 T x D), allocated while everything kept is
-// still alive (the top layer is differentiated first): the step's activation peak.
+// still alive (the top layer is differentiated first): the step's activation peak. The decoders (Note
+// [Decoder activation arithmetic]) add the logits, whose loss tensors usually dominate.
 namespace {
 
 struct TransformerShape {
@@ -41,28 +59,26 @@ TransformerShape transformer_shape(const io::HfConfig& config) {
     const io::BertConfig& c = config.bert();
     return {c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.max_position_embeddings};
   }
-  fail("estimate-memory: model_type '{}' has no activation arithmetic (distilbert and bert have)", config.model_type());
+  fail("estimate-memory: model_type '{}' has no activation arithmetic (distilbert, bert, gpt2, llama and qwen2 have)",
+       config.model_type());
 }
 
-int64_t activation_bytes(const std::string& precision) {
-  if (precision == "fp32") return 4;
-  if (precision == "bf16") return 2;
-  fail("--precision '{}': expected fp32 or bf16", precision);
-}
-
-ActivationEstimate transformer_activations(const TransformerShape& s, const MemoryEstimateOptions& o) {
-  const int64_t a = activation_bytes(o.precision);
+ActivationEstimate encoder_activations(const io::HfConfig& config, const MemoryEstimateOptions& o) {
+  const TransformerShape s = transformer_shape(config);
+  HPCTRAIN_CHECK(o.sequence_length <= s.max_positions,
+                 "--sequence-length {} exceeds the model's max_position_embeddings {}", o.sequence_length,
+                 s.max_positions);
+  const int64_t a = detail::activation_bytes(o.precision);
   const int64_t tokens = o.batch_size * o.sequence_length;
-  const int64_t layer_norm_inputs = 2 * tokens * s.width * 4;  // fp32 under autocast too
   ActivationEstimate e;
   e.layers = s.layers;
-  e.per_layer = tokens * (7 * s.width + 2 * s.ffn_width) * a + layer_norm_inputs + 4 * tokens * 4 + tokens * a;
+  e.per_layer = detail::layer_norm_block_bytes(tokens, s.width, s.ffn_width, a);
   const int64_t layer_input = tokens * s.width * a;
-  e.kept = o.gradient_checkpointing ? s.layers * layer_input + e.per_layer : s.layers * e.per_layer;
+  e.kept = s.layers * (o.gradient_checkpointing ? layer_input : e.per_layer);
   // The embeddings' LayerNorm input (fp32) and the token ids the embedding backward keeps; the head's
   // [B, D] tensors are negligible but counted.
   e.embeddings_and_head = tokens * s.width * 4 + tokens * 8 + 3 * o.batch_size * s.width * a;
-  e.backward_transient = 2 * tokens * (s.ffn_width + s.width) * a;
+  e.backward_transient = 2 * tokens * (s.ffn_width + s.width) * a + (o.gradient_checkpointing ? e.per_layer : 0);
   e.total = e.kept + e.embeddings_and_head + e.backward_transient;
   return e;
 }
@@ -89,11 +105,9 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   }
   e.parameters = e.gradients = 4 * e.parameter_count;  // fp32 parameters and gradients
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
-  const TransformerShape shape = transformer_shape(config);
-  HPCTRAIN_CHECK(options.sequence_length <= shape.max_positions,
-                 "--sequence-length {} exceeds the model's max_position_embeddings {}", options.sequence_length,
-                 shape.max_positions);
-  e.activations = transformer_activations(shape, options);
+  const bool decoder =
+      config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
+  e.activations = decoder ? detail::decoder_activations(config, options) : encoder_activations(config, options);
   e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total;
   return e;
 }
@@ -116,6 +130,7 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"layers", a.layers},
             {"kept", a.kept},
             {"embeddings_and_head", a.embeddings_and_head},
+            {"logits", a.logits},
             {"backward_transient", a.backward_transient}}}};
 }
 
@@ -132,6 +147,7 @@ std::string format_table(const MemoryEstimate& e) {
   row("optimizer state", e.optimizer_state);
   row(fmt::format("activations ({} layers)", e.activations.layers), e.activations.total);
   row("  per layer", e.activations.per_layer);
+  if (e.activations.logits > 0) row("  logits and loss", e.activations.logits);
   row("total", e.total);
   return out;
 }

@@ -2,19 +2,20 @@
 #include <ATen/ATen.h>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/models/registry.hpp"
+#include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
-#include "hpctrain/optim/optimizer.hpp"
 #include "random_batch.hpp"
 
 namespace hpctrain::train {
 
 ParameterShapes parameter_shapes(const io::HfConfig& config) {
   ParameterShapes shapes;
-  for (const auto& item : models::from_config(config)->named_parameters())
+  for (const auto& item : models::build_model(config)->named_parameters())
     shapes.emplace_back(item.key(), item.value().sizes().vec());
   return shapes;
 }
@@ -37,11 +38,12 @@ MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstim
   accelerator_options.gradient_checkpointing = options.gradient_checkpointing;
   Accelerator accelerator(*comm, accelerator_options);
   const models::ModelInputs inputs = random_token_batch(config, options);
+  const core::LiveTensorResidency live_tensors;  // the tensors' peak, not the tuned heap's reuse pattern
   HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
   MeasuredStep measured;
   measured.baseline_bytes = read_or_fail(core::resident_bytes(), "VmRSS");
   {
-    const auto model = models::from_config(config);
+    const auto model = models::build_model(config);
     accelerator.prepare_model(*model);
     const auto optimizer = optim::make_optimizer(options.optimizer, model->named_parameters().pairs());
     model->train();

@@ -4,15 +4,31 @@
 #include <ATen/ATen.h>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/registry.hpp"
 
 namespace hpctrain::train {
+namespace {
+
+int64_t vocab_size(const io::HfConfig& config) {
+  const std::string& type = config.model_type();
+  if (type == "distilbert") return config.distilbert().vocab_size;
+  if (type == "bert") return config.bert().vocab_size;
+  if (type == "gpt2") return config.gpt2().vocab_size;
+  if (type == "llama" || type == "qwen2") return config.llama_family().vocab_size;
+  fail("--measure: model_type '{}' takes no token ids (distilbert, bert, gpt2, llama and qwen2 do)", type);
+}
+
+}  // namespace
 
 models::ModelInputs random_token_batch(const io::HfConfig& config, const MemoryEstimateOptions& o) {
-  HPCTRAIN_CHECK(config.model_type() == "distilbert" || config.model_type() == "bert",
-                 "--measure: model_type '{}' takes no token ids (distilbert and bert do)", config.model_type());
-  const int64_t vocab = config.model_type() == "distilbert" ? config.distilbert().vocab_size : config.bert().vocab_size;
+  const int64_t vocab = vocab_size(config);
   models::ModelInputs inputs;
   inputs.input_ids = at::randint(vocab, {o.batch_size, o.sequence_length}, at::kLong);
+  if (models::model_kind(config.model_type()) == models::ModelKind::causal_lm) {
+    // Packed rows, as `train` passes them: no mask (Note [Causal-LM labels]); the model shifts the labels.
+    inputs.labels = inputs.input_ids;
+    return inputs;
+  }
   inputs.attention_mask = at::ones({o.batch_size, o.sequence_length}, at::kLong);
   inputs.labels = at::randint(config.common.num_labels(), {o.batch_size}, at::kLong);
   return inputs;

@@ -8,7 +8,8 @@
 namespace hpctrain::train {
 
 // options.batch_size x options.sequence_length random token ids (all attended) and random labels, for a
-// distilbert or bert config (an Error names any other model_type).
+// distilbert or bert config; for a causal LM (gpt2, llama, qwen2) the labels are the ids and there is no mask, as
+// for packed rows. An Error names any other model_type.
 models::ModelInputs random_token_batch(const io::HfConfig& config, const MemoryEstimateOptions& options);
 
 }  // namespace hpctrain::train

@@ -36,7 +36,7 @@ StepProfile measure_step_profile(const io::HfConfig& config, const MemoryEstimat
   accelerator_options.threads = threads;
   Accelerator accelerator(*comm, accelerator_options);
   const models::ModelInputs inputs = random_token_batch(config, options);
-  const auto model = models::from_config(config);
+  const auto model = models::build_model(config);
   accelerator.prepare_model(*model);
   const auto optimizer = optim::make_optimizer(options.optimizer, model->named_parameters().pairs());
   model->train();

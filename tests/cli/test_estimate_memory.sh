@@ -1,6 +1,6 @@
 # `hpctrain estimate-memory`: the table's rows, the JSON's arithmetic (parameters x 4, the optimizers' state,
 # checkpointing), --measure within 25 % of one real step's peak (and, with bf16 and checkpointing, a smaller one),
-# and clear errors for bad options.
+# causal LMs (GPT-2, Llama) within 20 %, and clear errors for bad options.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 # The DistilBERT-style benchmark model (bench/models): dim 256, 4 layers, 11.2 M parameters.
@@ -64,6 +64,49 @@ assert peak["lean"] < 0.8 * peak["fp32"], peak
 PYEOF
 fi
 
+# Causal LMs (issue 21): a GPT-2-style (tied head, vocabulary 50257) and a Llama-style model (4 heads / 2 KV heads,
+# SwiGLU, untied head, vocabulary 32000) at batch 8 x 128 tokens, where the logits and the loss's fp32 tensors
+# ([8, 128, V]) dominate: --measure within 20 % in fp32 and bf16, with and without checkpointing; the JSON's terms
+# follow Note [Decoder activation arithmetic].
+cat >"$WORK/gpt2.json" <<'JSON'
+{"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4, "vocab_size": 50257, "n_positions": 1024}
+JSON
+cat >"$WORK/llama.json" <<'JSON'
+{"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+ "intermediate_size": 688, "vocab_size": 32000, "max_position_embeddings": 512}
+JSON
+for model in gpt2 llama; do
+  for precision in fp32 bf16; do
+    for ckpt in "" --gradient-checkpointing; do
+      name="$model-$precision${ckpt:+-ckpt}"
+      lm=("$HPCTRAIN" estimate-memory --model-config "$WORK/$model.json" --batch-size 8 --sequence-length 128
+          --precision "$precision" $ckpt --threads 1 --json)
+      if [[ -n ${HPCTRAIN_SANITIZED:-} ]]; then "${lm[@]}" >"$WORK/$name.json" 2>"$WORK/err"; else
+        "${lm[@]}" --measure --tolerance 0.20 >"$WORK/$name.json" 2>"$WORK/err"; fi
+      rc=$?
+      error=$("$PY" -c "import json,sys; print('%+.1f %%' % (100 * json.load(open(sys.argv[1]))['measured']['relative_error']))" \
+        "$WORK/$name.json" 2>/dev/null)
+      [[ $rc -eq 0 ]] && ok "$name: estimate within 20 % of --measure (${error:-not measured})" \
+        || { bad "$name: estimate vs --measure (${error:-no result})"; cat "$WORK/err"; }
+    done
+  done
+done
+"$PY" - "$WORK" <<'PYEOF' && ok "causal LMs: the logits term, checkpointing and bf16 in the JSON" || bad "causal-LM JSON arithmetic"
+import json, sys
+for model, vocab in (("gpt2", 50257), ("llama", 32000)):
+    d = {v: json.load(open(f"{sys.argv[1]}/{model}-{v}.json")) for v in ("fp32", "fp32-ckpt", "bf16", "bf16-ckpt")}
+    for precision, a in (("fp32", 4), ("bf16", 2)):
+        act = d[precision]["activations"]
+        predicted = 8 * 127 * vocab
+        assert act["logits"] == max(8 * 128 * vocab * a + 2 * predicted * 4, 3 * predicted * 4), (model, act)
+        assert d[precision]["bytes"]["activations"] == act["kept"] + act["embeddings_and_head"] + max(
+            act["logits"], act["backward_transient"]), act
+        ckpt = d[precision + "-ckpt"]["activations"]
+        assert ckpt["kept"] == 4 * 8 * 128 * 256 * 4 < act["kept"], (ckpt, act)  # the fp32 residual stream per layer
+    assert d["bf16"]["activations"]["per_layer"] < d["fp32"]["activations"]["per_layer"]
+    print(model, {v: e["bytes"]["activations"] for v, e in d.items()})
+PYEOF
+
 expect_failure "both model options" "exactly one of --model DIR and --model-config FILE" \
   "$HPCTRAIN" estimate-memory --model "$WORK" --model-config "$WORK/config.json"
 expect_failure "unknown precision" "--precision 'fp16': expected fp32 or bf16" "${ESTIMATE[@]}" --precision fp16
@@ -72,4 +115,6 @@ expect_failure "zero batch" "--batch-size 0: expected a positive number" \
   "$HPCTRAIN" estimate-memory --model-config "$WORK/config.json" --batch-size 0
 expect_failure "too long" "--sequence-length 513 exceeds the model's max_position_embeddings 512" \
   "$HPCTRAIN" estimate-memory --model-config "$WORK/config.json" --sequence-length 513
+expect_failure "too long for GPT-2" "--sequence-length 1025 exceeds the model's n_positions 1024" \
+  "$HPCTRAIN" estimate-memory --model-config "$WORK/gpt2.json" --sequence-length 1025
 finish

@@ -61,4 +61,31 @@ expect_success "inspect base checkpoint" "$HPCTRAIN" inspect "$GOLDEN/tiny-disti
 "$PY" -c "import json,sys; d=json.load(open('$WORK/out')); sys.exit(0 if d['head'].startswith('will be initialized') and d['parameters']>0 else 1)" \
   && ok "inspect reports a head to initialize" || { bad "inspect base"; cat "$WORK/out"; }
 
+# inspect a causal LM: transformers' config class, the architecture, parameters by module summing to the stored
+# tensors', and the head: GPT-2's tied to the embedding (no lm_head parameter), this Llama's untied.
+expect_success "inspect GPT-2" "$HPCTRAIN" inspect "$GOLDEN/tiny-gpt2-bf16"
+grep -q "^GPT2Config {" "$WORK/out" && grep -q "^architecture  GPT2LMHeadModel" "$WORK/out" && grep -q "BFloat16" "$WORK/out" \
+  && grep -q "^head          tied: lm_head is the input embedding (vocabulary" "$WORK/out" \
+  && ok "inspect GPT-2: config class, architecture, stored dtype, tied head" || { bad "inspect GPT-2"; cat "$WORK/out"; }
+for name in tiny-gpt2-bf16 tiny-llama-gqa-llama3; do
+  expect_success "inspect $name --json" "$HPCTRAIN" inspect "$GOLDEN/$name" --json
+  "$PY" - "$WORK/out" "$GOLDEN/$name/model.safetensors" "$name" <<'PYEOF' && ok "inspect $name: parameters by module, head" \
+    || { bad "inspect $name --json"; cat "$WORK/out"; }
+import json, math, struct, sys
+d = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+stored = {k: math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__"}
+by_module = d["parameters_by_module"]
+print(d["architecture"], d["parameters"], by_module, d["head"])
+assert d["parameters"] == sum(by_module.values()) == sum(stored.values()), (d["parameters"], sum(stored.values()))
+if sys.argv[3].startswith("tiny-gpt2"):
+    assert d["architecture"] == "GPT2LMHeadModel" and "lm_head" not in by_module and d["head"].startswith("tied")
+    assert {"transformer.h", "transformer.wte", "transformer.wpe", "transformer.ln_f"} <= set(by_module)
+else:
+    assert d["architecture"] == "LlamaForCausalLM" and by_module["lm_head"] == stored["lm_head.weight"]
+    assert d["head"].startswith("present: lm_head") and {"model.layers", "model.embed_tokens", "model.norm"} <= set(by_module)
+PYEOF
+done
+
 finish

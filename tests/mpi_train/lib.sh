@@ -78,6 +78,32 @@ print(f['train/labels'].shape[0], f['validation/labels'].shape[0])" "$WORK/data.
 JSON
 }
 
+# make_lm_fixture: $WORK/docs.jsonl (98 documents of many lengths: tests/prep/golden/lm_documents.json and their
+# reversals), $WORK/packed.h5 (`prep lm` with the golden GPT-2 tokenizer $BPE: rows of 16 tokens, 20 % validation)
+# and tiny causal LMs $WORK/gpt2.json and $WORK/llama.json (vocabulary 1500, dropout off; Llama with grouped-query
+# attention and an untied head).
+BPE="$REPO/tests/tokenize/golden/bpe/gpt2"
+make_lm_fixture() {
+  "$PY" - "$WORK/docs.jsonl" "$REPO/tests/prep/golden/lm_documents.json" <<'PYEOF'
+import json, sys
+docs = json.load(open(sys.argv[2]))["documents"]
+with open(sys.argv[1], "w") as f:
+    for text in docs + [d[::-1] for d in docs]:  # 98 documents of many lengths
+        f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+PYEOF
+  "$HPCTRAIN" prep lm --no-progress --input "$WORK/docs.jsonl" --text-field text --tokenizer "$BPE" \
+    --validation-fraction 0.2 --seed 4 --block-size 16 --output "$WORK/packed.h5" >"$WORK/prep-lm.log" 2>&1 \
+    || { echo "fixture: prep lm failed"; cat "$WORK/prep-lm.log"; exit 1; }
+  cat >"$WORK/gpt2.json" <<'JSON'
+{"model_type": "gpt2", "vocab_size": 1500, "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64,
+ "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "eos_token_id": 0, "bos_token_id": 0}
+JSON
+  cat >"$WORK/llama.json" <<'JSON'
+{"model_type": "llama", "vocab_size": 1500, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+ "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "tie_word_embeddings": false}
+JSON
+}
+
 # train_args OUTPUT: the common options of a quick run on the fixture (1 thread per rank, no progress bar).
 train_args() {
   echo --model-config "$WORK/config.json" --data "$WORK/data.h5" --tokenizer "$WORK/tok" --output "$1" \

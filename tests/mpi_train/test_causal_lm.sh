@@ -6,28 +6,10 @@
 # the loss the training's last evaluation logged, and (with HPCTRAIN_TRANSFORMERS_PYTHON, a python with transformers)
 # the loss transformers computes on final/; `predict` writes each row's loss; metrics.jsonl has tokens/s.
 source "$(dirname "$0")/lib.sh"
-BPE="$REPO/tests/tokenize/golden/bpe/gpt2"
-GOLDEN="$REPO/tests/prep/golden/lm_documents.json"
-
-"$PY" - "$WORK/docs.jsonl" "$GOLDEN" <<'PYEOF'
-import json, sys
-docs = json.load(open(sys.argv[2]))["documents"]
-with open(sys.argv[1], "w") as f:
-    for text in docs + [d[::-1] for d in docs]:  # 98 documents of many lengths
-        f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
-PYEOF
-prep() { "$HPCTRAIN" prep lm --no-progress --input "$WORK/docs.jsonl" --text-field text --tokenizer "$BPE" \
-  --validation-fraction 0.2 --seed 4 "$@"; }
-prep --packing none --max-length 24 --output "$WORK/ragged.h5" >"$WORK/prep1.log" 2>&1 || { cat "$WORK/prep1.log"; exit 1; }
-prep --block-size 16 --output "$WORK/packed.h5" >"$WORK/prep2.log" 2>&1 || { cat "$WORK/prep2.log"; exit 1; }
-cat >"$WORK/gpt2.json" <<'JSON'
-{"model_type": "gpt2", "vocab_size": 1500, "n_embd": 32, "n_layer": 2, "n_head": 2, "n_positions": 64,
- "resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0, "eos_token_id": 0, "bos_token_id": 0}
-JSON
-cat >"$WORK/llama.json" <<'JSON'
-{"model_type": "llama", "vocab_size": 1500, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
- "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64, "tie_word_embeddings": false}
-JSON
+make_lm_fixture  # docs.jsonl, packed.h5 (rows of 16 tokens), gpt2.json, llama.json
+"$HPCTRAIN" prep lm --no-progress --input "$WORK/docs.jsonl" --text-field text --tokenizer "$BPE" \
+  --validation-fraction 0.2 --seed 4 --packing none --max-length 24 --output "$WORK/ragged.h5" >"$WORK/prep1.log" 2>&1 \
+  || { cat "$WORK/prep1.log"; exit 1; }
 lm_args() {  # lm_args DATA CONFIG OUTPUT
   echo --data "$WORK/$1" --model-config "$WORK/$2" --tokenizer "$BPE" --output "$WORK/$3" --threads 1 --no-progress \
     --logging-steps 1 --lr 5e-3 --shuffle global --warmup-steps 1 --eval-steps 100

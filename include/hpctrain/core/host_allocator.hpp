@@ -15,4 +15,20 @@ namespace hpctrain::core {
 // HPCTRAIN_MALLOC_TUNING=0; a no-op on other C libraries. Idempotent; call it before the first tensor.
 void tune_host_allocator();
 
+// While alive, undoes the tuning above (glibc's defaults: buffers over 128 KiB mmap'ed, freed memory returned),
+// so that the resident set follows the live tensors: `estimate-memory --measure` compares it with arithmetic
+// that counts tensors, not where the heap happens to place them (with the tuning, the same step measured from
+// 10 % below to 40 % above its live peak, by the optimizer's or the model's allocation order alone). Restores the tuning at the end; a no-op
+// where the tuning is not in effect.
+class LiveTensorResidency {
+ public:
+  LiveTensorResidency();
+  ~LiveTensorResidency();
+  LiveTensorResidency(const LiveTensorResidency&) = delete;
+  LiveTensorResidency& operator=(const LiveTensorResidency&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
 }  // namespace hpctrain::core

@@ -30,9 +30,11 @@ struct ActivationEstimate {
   int64_t per_layer = 0;      // what autograd keeps for backward per transformer layer
   int64_t layers = 0;         // transformer layers
   int64_t kept = 0;           // kept across the whole forward (all layers, or layer inputs when checkpointing)
-  int64_t embeddings_and_head = 0;
-  int64_t backward_transient = 0;  // gradient temporaries of the largest layer op in backward
-  int64_t total = 0;          // at the start of backward: the step's activation peak
+  int64_t embeddings_and_head = 0;  // token ids, final norm, head inputs (decoders: bf16 weight copies too)
+  int64_t logits = 0;              // causal LMs: the [B, L, V] logits and the loss's fp32 tensors at their peak; 0 else
+  int64_t backward_transient = 0;  // gradient temporaries of the largest layer op in backward (plus the
+                                   // recomputed layer when checkpointing)
+  int64_t total = 0;  // the step's activation peak: kept + embeddings_and_head + max(logits, backward_transient)
 };
 
 struct MemoryEstimate {
@@ -46,7 +48,7 @@ struct MemoryEstimate {
 using ParameterShapes = std::vector<std::pair<std::string, std::vector<int64_t>>>;  // name -> shape (fp32)
 
 // Error naming the option when a size is not positive, the precision is unknown, or the model type has
-// no activation arithmetic (the vision models).
+// no activation arithmetic (the vision models). Encoders (distilbert, bert) and decoders (gpt2, llama, qwen2).
 [[nodiscard]] MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes& parameters,
                                              const MemoryEstimateOptions& options);
 
@@ -68,8 +70,8 @@ struct MeasuredStep {
 // One real training step in this process: model, gradient reducer (single-process Comm), optimizer,
 // forward/backward/step on random token ids of options.batch_size x options.sequence_length, under bf16
 // autocast for precision bf16 and with the layers recomputed in backward for gradient_checkpointing, as
-// `hpctrain train` runs them. Measures the peak resident set size (VmHWM, reset first). Error when
-// /proc/self cannot be read.
+// `hpctrain train` runs them. Measures the peak resident set size (VmHWM, reset first) with large buffers
+// mmap'ed (core::LiveTensorResidency): the live tensors' peak. Error when /proc/self cannot be read.
 [[nodiscard]] MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstimateOptions& options,
                                                  int threads);
 
