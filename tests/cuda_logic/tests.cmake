@@ -6,3 +6,8 @@ foreach(suite device_binding comm_thread_start autocast_cuda fenced_collectives 
   add_test(NAME cuda_logic.${suite} COMMAND test_cuda_logic --run_test=${suite} --log_level=test_suite)
   set_tests_properties(cuda_logic.${suite} PROPERTIES LABELS cuda-logic TIMEOUT 120)
 endforeach()
+# Needs a GPU (skipped without one): the CUDA 8-bit AdamW against the CPU implementation, for the GPU check.
+if(HPCTRAIN_WITH_CUDA)
+  add_test(NAME gpu.adamw_8bit_matches_cpu COMMAND test_cuda_logic --run_test=gpu_agreement --log_level=test_suite)
+  set_tests_properties(gpu.adamw_8bit_matches_cpu PROPERTIES LABELS gpu TIMEOUT 120)
+endif()
