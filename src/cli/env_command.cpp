@@ -52,7 +52,7 @@ nlohmann::json rank_row(const EnvArgs& a, dist::Comm& comm) {
   return {{"rank", comm.rank()}, {"local_rank", comm.local_rank()}, {"local_size", comm.local_size()},
           {"host", host_name()}, {"pid", static_cast<int64_t>(getpid())}, {"threads", train::torch_build_info().intra_op_threads},
           {"cpus", affinity_cpus()},
-          {"device", train::select_device(a.device, comm.local_rank(), comm.local_size()).str()}};
+          {"device", train::select_device(a.device, comm).str()}};
 }
 
 // Collective: every rank's text, rank-ordered (lengths first, then the texts padded to the longest).

@@ -107,7 +107,8 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
   (void)train::apply_threads(options.threads, comm.local_size());
   Loaded loaded;
   dist::run_collectively(comm, "loading the model and the dataset", [&] {
-    loaded.device = train::select_device(options.device, comm.local_rank(), comm.local_size());
+    loaded.device = train::select_device(options.device, comm);
+    train::use_device(loaded.device);  // Note [Current device]
     loaded.loader = std::make_unique<loader::ShardLoader>(options.data, split_loader_options(options, comm));
     train::check_model_fits_dataset(io::HfConfig::load(options.model), options.model, loaded.loader->reader(),
                                     {options.split}, /*check_labels=*/true);

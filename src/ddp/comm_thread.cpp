@@ -21,10 +21,17 @@ struct CommThread::State {
   std::exception_ptr error;
 };
 
-void CommThread::run_jobs(const std::shared_ptr<State>& shared) {
+void CommThread::run_jobs(const std::shared_ptr<State>& shared, const Job& on_start) {
   auto& state = *shared;
   span::name_this_thread("communication");
+  std::exception_ptr start_error;
+  try {
+    if (on_start) on_start();
+  } catch (...) {
+    start_error = std::current_exception();  // every job is skipped, wait() rethrows it
+  }
   std::unique_lock<std::mutex> lock(state.mutex);
+  if (start_error) state.error = start_error;
   while (true) {
     state.work_ready.wait(lock, [&] { return state.stop || !state.queue.empty(); });
     if (state.stop) return;
@@ -50,8 +57,8 @@ void CommThread::run_jobs(const std::shared_ptr<State>& shared) {
   }
 }
 
-CommThread::CommThread() : state_(std::make_shared<State>()) {
-  thread_ = std::thread(run_jobs, state_);
+CommThread::CommThread(Job on_start) : state_(std::make_shared<State>()) {
+  thread_ = std::thread(run_jobs, state_, std::move(on_start));
 }
 
 CommThread::~CommThread() {

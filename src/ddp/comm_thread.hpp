@@ -13,7 +13,9 @@ class CommThread {
  public:
   using Job = std::function<void()>;
 
-  CommThread();
+  // `on_start` runs on the thread before any job (the reducer makes its device current there, Note [Current
+  // device] in include/hpctrain/train/device.hpp); an error it throws is rethrown by every wait().
+  explicit CommThread(Job on_start = {});
   // Joins the thread. When a job is still inside a collective (another rank failed and the job is
   // ending), the thread is detached instead so the error can reach main() and MPI_Abort: jobs must own
   // (share) everything they touch.
@@ -29,7 +31,7 @@ class CommThread {
 
  private:
   struct State;  // shared with the thread, so a detached thread never outlives what it uses
-  static void run_jobs(const std::shared_ptr<State>& shared);
+  static void run_jobs(const std::shared_ptr<State>& shared, const Job& on_start);
   std::shared_ptr<State> state_;
   std::thread thread_;
 };

@@ -26,4 +26,8 @@ class CopyFence {
   bool pending_ = false;
 };
 
+// Blocks until the work queued so far on the calling thread's current stream of `device` is done (nothing for
+// the CPU): the fence before MPI reads device memory that this thread's kernels wrote (Note [Fenced collectives]).
+void wait_for_queued_work(const c10::Device& device);
+
 }  // namespace hpctrain::ddp

@@ -6,11 +6,15 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <unordered_set>
+#include <utility>
 
+#include "bucket_place.hpp"
 #include "comm_thread.hpp"
 #include "copy_fence.hpp"
+#include "hpctrain/compat/current_device.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/span.hpp"
 
@@ -82,6 +86,21 @@
 // copies, nothing else — before MPI touches the bucket. The averages go back to .grad non-blocking on the
 // same stream (or stay as bucket views when the bucket is on the parameter's device), and the next step's
 // first host write into a pinned bucket waits for the copy-back fence. No device-wide synchronize().
+// Placement is plan_bucket_place (bucket_place.hpp). With one rank and parameters off the CPU there is nothing to
+// average: no buckets, no hooks, no copies (BucketPlace::none). The communication thread makes the parameters'
+// device current before its first job (Note [Current device] in include/hpctrain/train/device.hpp).
+// Not done: staging copies on a side stream ordered by events (docs/gpu.md); they run on autograd's stream.
+//
+// Note [Fenced collectives]
+// A CUDA-aware MPI reads device memory with its own copies, unordered with the streams our kernels run on. So
+// every collective is preceded by a fence on the buffer it reads: the calling thread waits for the work queued on
+// its current stream (wait_for_queued_work) — the bf16 packing copy, the late-gradient buffers' copies and
+// additions, local SGD's parameter copies — and every reduction ends with one after its division by world_size,
+// so a job the communication thread has finished has finished on the device too (the copy-back may then run on
+// any stream). Copies made by hooks on autograd's stream are fenced by each bucket's CopyFence (Note [Device
+// buckets]). On the CPU the fence costs nothing. The fence is one function (Fence below) through which every
+// collective of this file goes; ReducerOptions::on_fence observes it, and tests/cuda_logic checks with a fake
+// two-rank communicator that every collective is immediately preceded by a fence on its own buffer.
 
 namespace hpctrain::ddp {
 namespace {
@@ -92,6 +111,16 @@ at::ScalarType reduction_dtype(at::ScalarType dtype) { return dtype == at::kDoub
 dist::DType to_dist(at::ScalarType dtype) { return dtype == at::kDouble ? dist::DType::f64 : dist::DType::f32; }
 
 constexpr int64_t kRowSparseMinRows = 1024;
+
+// Note [Fenced collectives]: waits for the device work queued on a buffer, then tells ReducerOptions::on_fence.
+using Fence = std::function<void(const at::Tensor&)>;
+
+Fence make_fence(std::function<void(const at::Tensor&)> observe) {
+  return [observe = std::move(observe)](const at::Tensor& buffer) {
+    wait_for_queued_work(buffer.device());
+    if (observe) observe(buffer);
+  };
+}
 
 // A bucket's flat buffer, shared with the communication thread (which may outlive the reducer,
 // see CommThread::~CommThread).
@@ -111,16 +140,18 @@ bool aliases(const at::Tensor& a, const at::Tensor& b) {
          a.scalar_type() == b.scalar_type();
 }
 
-void allreduce_sum(dist::Comm& comm, const at::Tensor& values) {
+void allreduce_sum(dist::Comm& comm, const at::Tensor& values, const Fence& fence) {
+  fence(values);
   comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
                  dist::ReduceOp::sum);
 }
 
 // Sums contiguous `values` over the ranks, sent as `wire`; returns the bytes passed to allreduce.
 // `scratch` keeps the bf16 copy between calls. Note [bf16 gradient reduction].
-int64_t allreduce_sum_as(dist::Comm& comm, const at::Tensor& values, dist::DType wire, at::Tensor& scratch) {
+int64_t allreduce_sum_as(dist::Comm& comm, const at::Tensor& values, dist::DType wire, at::Tensor& scratch,
+                         const Fence& fence) {
   if (wire != dist::DType::bf16) {
-    allreduce_sum(comm, values);
+    allreduce_sum(comm, values, fence);
     return values.nbytes();
   }
   const int64_t count = values.numel();
@@ -128,6 +159,7 @@ int64_t allreduce_sum_as(dist::Comm& comm, const at::Tensor& values, dist::DType
   if (!scratch.defined() || scratch.numel() < count) scratch = at::empty({count}, values.options().dtype(at::kBFloat16));
   at::Tensor packed = scratch.narrow(0, 0, count);
   packed.copy_(values);
+  fence(packed);
   comm.allreduce(packed.data_ptr(), static_cast<std::size_t>(count), dist::DType::bf16, dist::ReduceOp::sum);
   values.copy_(packed);
   return count * 2;
@@ -163,10 +195,11 @@ at::Tensor nonzero_rows(const at::Tensor& matrix) {
 }
 
 // Note [Row-sparse buckets]: false (nothing done) when the dense reduction is the cheaper one.
-bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer) {
+bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer, const Fence& fence) {
   const int64_t width = buffer.grad_numel / buffer.rows;
   const at::Tensor grads = buffer.values.narrow(0, 0, buffer.grad_numel).view({buffer.rows, width});
   at::Tensor marks = nonzero_rows(grads);
+  fence(marks);
   comm.allreduce(marks.data_ptr(), static_cast<std::size_t>(marks.numel()), dist::DType::u8, dist::ReduceOp::max);
   buffer.bytes = marks.numel();
   const at::Tensor rows = marks.nonzero().view(-1);
@@ -177,7 +210,7 @@ bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer) {
   at::Tensor packed_rows = packed.narrow(0, 0, selected * width).view({selected, width});
   at::index_select_out(packed_rows, grads, 0, rows);
   packed.narrow(0, selected * width, flags).copy_(buffer.values.narrow(0, buffer.grad_numel, flags));
-  buffer.bytes += allreduce_sum_as(comm, packed, buffer.wire, buffer.packed);
+  buffer.bytes += allreduce_sum_as(comm, packed, buffer.wire, buffer.packed, fence);
   if (comm.world_size() > 1) packed_rows.div_(comm.world_size());
   grads.index_copy_(0, rows, packed_rows);
   buffer.values.narrow(0, buffer.grad_numel, flags).copy_(packed.narrow(0, selected * width, flags));
@@ -186,13 +219,15 @@ bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer) {
 
 // Allreduce-sums `buffer` in place and divides its gradients by world_size; a span named after `what`
 // ("allreduce", "late allreduce") numbered by `bucket`, on whichever thread reduces it.
-void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std::size_t bucket) {
+// Ends with a fence: its device work is done when it returns (Note [Fenced collectives]).
+void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std::size_t bucket, const Fence& fence) {
   span::Span reduction(what, "communication", static_cast<int64_t>(bucket));
   buffer.bytes = 0;
-  if (buffer.rows == 0 || !reduce_rows(comm, buffer)) {
-    buffer.bytes += allreduce_sum_as(comm, buffer.values, buffer.wire, buffer.packed);
+  if (buffer.rows == 0 || !reduce_rows(comm, buffer, fence)) {
+    buffer.bytes += allreduce_sum_as(comm, buffer.values, buffer.wire, buffer.packed, fence);
     if (comm.world_size() > 1) buffer.values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
   }
+  fence(buffer.values);
   buffer.seconds = reduction.stop();
 }
 
@@ -253,6 +288,8 @@ struct GradientReducer::Impl {
   void average_parameters();
 
   std::shared_ptr<dist::Comm> comm;  // private duplicate; see Note [Bucket order]
+  Fence fence;                       // Note [Fenced collectives]
+  BucketPlace place = BucketPlace::host;
   bool overlap = false;
   at::Device device{at::kCPU};          // the parameters' device
   at::TensorOptions bucket_place;       // where buckets live (Note [Device buckets])
@@ -273,7 +310,7 @@ struct GradientReducer::Impl {
 };
 
 GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_parameters, const ReducerOptions& options)
-    : comm(caller_comm.duplicate()) {
+    : comm(caller_comm.duplicate()), fence(make_fence(options.on_fence)) {
   HPCTRAIN_CHECK(options.wire_dtype == dist::DType::f32 || options.wire_dtype == dist::DType::bf16,
                  "GradientReducer: ReducerOptions::wire_dtype must be f32 or bf16 (Note [bf16 gradient reduction])");
   overlap = options.overlap && comm->thread_level() == dist::ThreadLevel::multiple;
@@ -297,6 +334,7 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
   }
   assignment = dist::assign_buckets(sizes_bytes, groups, options.first_bucket_bytes, options.bucket_bytes);
   place_buckets();
+  if (place == BucketPlace::none) return;  // one rank: .grad is already the average, nothing to copy
 
   late_flags = overlap && assignment.size() > 1 ? assignment.size() - 1 : 0;
   for (std::size_t b = 0; b < assignment.size(); ++b) {
@@ -324,7 +362,7 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     buckets.push_back(std::move(bucket));
   }
 
-  if (overlap) comm_thread = std::make_unique<CommThread>();
+  if (overlap) comm_thread = std::make_unique<CommThread>([device = device] { compat::make_device_current(device); });
   for (std::size_t i = 0; i < params.size(); ++i) {
     params[i].hook = params[i].param.register_hook([this, i](const at::TensorBase& grad) {
       on_gradient(i, at::Tensor(grad));
@@ -333,6 +371,7 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
 }
 
 GradientReducer::Impl::~Impl() {
+  if (place == BucketPlace::none) return;  // no hooks were registered
   for (ParamSlot& slot : params) slot.param.remove_hook(slot.hook);
 }
 
@@ -342,11 +381,10 @@ void GradientReducer::Impl::place_buckets() {
   for (const ParamSlot& slot : params)
     HPCTRAIN_CHECK(slot.param.device() == device, "GradientReducer: parameter '{}' is on {}, '{}' on {}; expected one "
                    "device per rank", slot.name, slot.param.device().str(), params.front().name, device.str());
+  place = plan_bucket_place(device, *comm);
   bucket_place = at::TensorOptions().device(at::kCPU);
-  if (device.is_cuda()) {
-    bucket_place = comm->accepts(dist::MemoryKind::cuda) ? at::TensorOptions().device(device)
-                                                          : bucket_place.pinned_memory(true);
-  }
+  if (place == BucketPlace::device) bucket_place = at::TensorOptions().device(device);
+  if (place == BucketPlace::pinned_host) bucket_place = bucket_place.pinned_memory(true);
 }
 
 at::Tensor GradientReducer::Impl::slot_view(const ParamSlot& slot) const {
@@ -410,12 +448,13 @@ void GradientReducer::Impl::launch(std::size_t bucket_index) {
   bucket.filled->record(device);  // after every copy into the bucket (Note [Device buckets])
   if (!overlap) {
     bucket.filled->wait();
-    reduce_in_place(*comm, *bucket.buffer, "allreduce", bucket_index);
+    reduce_in_place(*comm, *bucket.buffer, "allreduce", bucket_index, fence);
     return;
   }
-  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer, filled = bucket.filled, bucket_index] {
+  bucket.ticket = comm_thread->submit([shared_comm = comm, buffer = bucket.buffer, filled = bucket.filled, bucket_index,
+                                       job_fence = fence] {
     filled->wait();
-    reduce_in_place(*shared_comm, *buffer, "allreduce", bucket_index);
+    reduce_in_place(*shared_comm, *buffer, "allreduce", bucket_index, job_fence);
   });
 }
 
@@ -452,7 +491,7 @@ void GradientReducer::Impl::reduce_late_gradients() {
       const ParamSlot& slot = params[index];
       if (slot.late.defined()) late.values.narrow(0, slot.offset, slot.param.numel()).copy_(slot.late.reshape(-1));
     }
-    reduce_in_place(*comm, late, "late allreduce", b);
+    reduce_in_place(*comm, late, "late allreduce", b, fence);
     buckets[b].buffer->values.add_(late.values);
     last_step.bytes_reduced += late.bytes;
     last_step.allreduce_seconds += late.seconds;
@@ -506,7 +545,7 @@ std::string GradientReducer::Impl::finalize() {
   std::lock_guard<std::mutex> lock(mutex);
   std::string warnings = std::move(pending_warnings);
   pending_warnings.clear();
-  if (!sync) return warnings;
+  if (!sync || place == BucketPlace::none) return warnings;
   at::NoGradGuard no_grad;
   span::Span exposed("gradient sync", "communication");  // what backward did not hide
   last_step = ReducerStats{};
@@ -534,7 +573,7 @@ std::string GradientReducer::Impl::finalize() {
     bucket.launched = true;
     bucket.filled->record(device);  // Note [Device buckets]
     bucket.filled->wait();
-    reduce_in_place(*comm, *bucket.buffer, "allreduce", next_launch);
+    reduce_in_place(*comm, *bucket.buffer, "allreduce", next_launch, fence);
   }
   for (const BucketState& bucket : buckets) {
     last_step.bytes_reduced += bucket.buffer->bytes;
@@ -568,12 +607,10 @@ void GradientReducer::Impl::average_parameters() {
       if (grad.defined() && aliases(grad, values)) grad = grad.clone();
       values.copy_(slot.param);
     }
-    CopyFence filled;  // a bucket on the device: MPI reads it only after the copies into it
-    filled.record(bucket.buffer->values.device());
-    filled.wait();
     const at::Tensor sums = bucket.buffer->values.narrow(0, 0, bucket.buffer->grad_numel);
-    allreduce_sum(*comm, sums);
+    allreduce_sum(*comm, sums, fence);  // a bucket on the device: MPI reads it only after the copies into it
     if (comm->world_size() > 1) sums.div_(comm->world_size());
+    fence(sums);
     for (std::size_t index : bucket.params) params[index].param.copy_(slot_view(params[index]));
   }
 }

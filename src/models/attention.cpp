@@ -204,8 +204,10 @@ at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
   at::Tensor context;
 #if HPCTRAIN_TORCH_2
   if (q.is_cuda()) {  // fused kernels (flash / memory-efficient) keep the same property on GPUs
+    // Without padding no mask at all: the flash kernel takes no float bias (Note [No mask without padding]).
+    const at::Tensor mask = key_mask.defined() ? bias : at::Tensor();
     context =
-        at::scaled_dot_product_attention(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads), bias, p);
+        at::scaled_dot_product_attention(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads), mask, p);
   }
 #endif
   if (!context.defined()) {

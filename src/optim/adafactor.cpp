@@ -56,15 +56,39 @@ nlohmann::json Adafactor::hyperparameters() const {
           {"warmup_init", options_.warmup_init}};
 }
 
-double Adafactor::step_size(double lr, int64_t t, double parameter_rms) const {
-  double relative = lr;
-  if (options_.relative_step) {
-    const double min_step = options_.warmup_init ? 1e-6 * static_cast<double>(t) : 1e-2;
-    relative = std::min(min_step, 1.0 / std::sqrt(static_cast<double>(t)));
-  }
-  const double scale = options_.scale_parameter ? std::max(options_.eps2, parameter_rms) : 1.0;
-  return scale * relative;
+double Adafactor::relative_step_size(double lr, int64_t t) const {
+  if (!options_.relative_step) return lr;
+  const double min_step = options_.warmup_init ? 1e-6 * static_cast<double>(t) : 1e-2;
+  return std::min(min_step, 1.0 / std::sqrt(static_cast<double>(t)));
 }
+
+double Adafactor::step_size(double lr, int64_t t, double parameter_rms) const {
+  const double scale = options_.scale_parameter ? std::max(options_.eps2, parameter_rms) : 1.0;
+  return scale * relative_step_size(lr, t);
+}
+
+namespace {
+
+// Note [Adafactor without host reads]
+// The step size of scale_parameter multiplies by the parameter's RMS, which lives where the parameter does.
+// On the CPU it is read as a double (no device to wait for, and the bits of Transformers' Python float); on
+// a device it stays a 0-dim float64 tensor, rounded to float32 before it multiplies as the host scalar would
+// be, so a step never waits for the device. Step counters are mirrored on the host (Slot::host_steps).
+struct StepSize {
+  double host = 0.0;
+  at::Tensor device;  // defined: the step size as a 0-dim float32 tensor on the parameter's device
+
+  void scale(at::Tensor& update) const {
+    if (device.defined()) update.mul_(device);
+    else update.mul_(host);
+  }
+  void decay(at::Tensor& p, double weight_decay) const {
+    if (device.defined()) p.add_(p * (device * -weight_decay));
+    else p.add_(p, -weight_decay * host);
+  }
+};
+
+}  // namespace
 
 void Adafactor::update(double lr) {
   for (Slot& slot : slots_)
@@ -75,8 +99,14 @@ void Adafactor::update_slot(Slot& slot, double lr) {
   const bool half = is_half(slot.param.scalar_type());
   const at::Tensor grad = half ? slot.param.grad().to(at::kFloat) : slot.param.grad();
   at::Tensor p = half ? slot.param.to(at::kFloat) : slot.param;
-  const int64_t t = slot.steps.add_(1).item<int64_t>();
-  const double alpha = step_size(lr, t, options_.scale_parameter ? rms(p).item<double>() : 0.0);
+  slot.steps.add_(1);
+  const int64_t t = ++slot.host_steps;
+  StepSize alpha;  // Note [Adafactor without host reads]
+  if (options_.scale_parameter && !p.is_cpu()) {
+    alpha.device = (rms(p).to(at::kDouble).clamp_min(options_.eps2) * relative_step_size(lr, t)).to(at::kFloat);
+  } else {
+    alpha.host = step_size(lr, t, options_.scale_parameter ? rms(p).item<double>() : 0.0);
+  }
   const double beta2t = 1.0 - std::pow(static_cast<double>(t), options_.decay_rate);
   at::Tensor update = grad.pow(2) + options_.eps1;
   if (slot.row.defined()) {
@@ -88,14 +118,18 @@ void Adafactor::update_slot(Slot& slot, double lr) {
     update = slot.exp_avg_sq.rsqrt().mul_(grad);
   }
   update.div_((rms(update) / options_.clip_threshold).clamp_(1.0));
-  update.mul_(alpha);
+  alpha.scale(update);
   if (slot.exp_avg.defined()) {
     slot.exp_avg.mul_(options_.beta1).add_(update, 1.0 - options_.beta1);
     update = slot.exp_avg;
   }
-  if (slot.weight_decay != 0.0) p.add_(p, -slot.weight_decay * alpha);
+  if (slot.weight_decay != 0.0) alpha.decay(p, slot.weight_decay);
   p.add_(-update);
   if (half) slot.param.copy_(p);
+}
+
+void Adafactor::state_loaded() {
+  for (Slot& slot : slots_) slot.host_steps = slot.steps.item<int64_t>();  // once per load, not per step
 }
 
 OptimizerState Adafactor::state_tensors() const {

@@ -12,6 +12,13 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/optim/blockwise_quant.hpp"
 
+#if HPCTRAIN_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "adamw_8bit_cuda.hpp"
+#endif
+
 namespace hpctrain::optim {
 
 // Note [Fused 8-bit AdamW]
@@ -53,10 +60,20 @@ void update_blocks(float* param, const float* grad, const QuantizedMoments& q, i
 
 constexpr int64_t kBlocksPerTask = 64;  // 16,384 elements: enough work per thread to pay for the split
 
+#if HPCTRAIN_WITH_CUDA
+constexpr bool kCudaKernel = true;
+constexpr const char* kDevices = "CPU or a CUDA device";
+#else
+constexpr bool kCudaKernel = false;
+constexpr const char* kDevices = "CPU (a CUDA device needs a build with -DHPCTRAIN_WITH_CUDA=ON)";
+#endif
+
 void check_parameter(const std::string& name, const at::Tensor& param) {
-  HPCTRAIN_CHECK(param.is_cpu() && param.scalar_type() == at::kFloat && param.is_contiguous(),
-                 "--optim adamw_bnb_8bit: parameter '{}' is {} {}{}; expected a contiguous CPU float32 tensor", name,
-                 param.device().str(), c10::toString(param.scalar_type()), param.is_contiguous() ? "" : " (strided)");
+  HPCTRAIN_CHECK((param.is_cpu() || (kCudaKernel && param.is_cuda())) && param.scalar_type() == at::kFloat &&
+                     param.is_contiguous(),
+                 "--optim adamw_bnb_8bit: parameter '{}' is {} {}{}; expected a contiguous float32 tensor on the {}", name,
+                 param.device().str(), c10::toString(param.scalar_type()), param.is_contiguous() ? "" : " (strided)",
+                 kDevices);
 }
 
 }  // namespace
@@ -99,6 +116,10 @@ void AdamW8bit::update(double lr) {
   for (Slot& slot : slots_) {
     if (!slot.param.grad().defined()) continue;
     const at::Tensor grad = slot.param.grad().to(at::kFloat).contiguous();
+    if (slot.param.is_cuda()) {
+      update_on_cuda(slot, grad, lr);
+      continue;
+    }
     scalars.decay_factor = slot.weight_decay != 0.0 ? 1.0 - lr * slot.weight_decay : 1.0;
     float* param = slot.param.data_ptr<float>();
     const float* g = grad.data_ptr<float>();
@@ -113,6 +134,44 @@ void AdamW8bit::update(double lr) {
       update_blocks(param, g, q, n, first, last, scalars);
     });
   }
+}
+
+// Note [8-bit AdamW on CUDA] (adamw_8bit_cuda.cu): the kernel gets the scalars rounded as the CPU loop rounds them.
+void AdamW8bit::update_on_cuda(Slot& slot, const at::Tensor& grad, double lr) {
+#if HPCTRAIN_WITH_CUDA
+  const c10::cuda::CUDAGuard guard(slot.param.device());
+  if (!cuda_maps_.defined() || cuda_maps_.device() != slot.param.device()) {
+    std::vector<float> maps;
+    for (const quant::Quantizer* q : {&quant::signed_dynamic(), &quant::unsigned_dynamic()})
+      maps.insert(maps.end(), q->code().begin(), q->code().end());
+    for (const quant::Quantizer* q : {&quant::signed_dynamic(), &quant::unsigned_dynamic()})
+      maps.insert(maps.end(), q->thresholds().begin(), q->thresholds().end());
+    HPCTRAIN_CHECK(static_cast<int>(maps.size()) == detail::kCudaMapFloats, "8-bit AdamW: {} map values", maps.size());
+    cuda_maps_ = at::tensor(maps).to(slot.param.device());
+  }
+  const detail::AdamWScalars s = detail::adamw_scalars(options_.beta1, options_.beta2, options_.eps, steps(), lr);
+  detail::AdamW8bitCudaArgs args;
+  args.param = slot.param.data_ptr<float>();
+  args.grad = grad.data_ptr<float>();
+  args.exp_avg = slot.exp_avg.data_ptr();
+  args.exp_avg_sq = slot.exp_avg_sq.data_ptr();
+  if (slot.quantized()) {
+    args.exp_avg_absmax = slot.exp_avg_absmax.data_ptr<float>();
+    args.exp_avg_sq_absmax = slot.exp_avg_sq_absmax.data_ptr<float>();
+  }
+  args.maps = cuda_maps_.data_ptr<float>();
+  args.n = slot.param.numel();
+  const double decay = slot.weight_decay != 0.0 ? 1.0 - lr * slot.weight_decay : 1.0;
+  args.scalars = {static_cast<float>(decay), static_cast<float>(s.beta1), static_cast<float>(1.0 - s.beta1),
+                  static_cast<float>(s.beta2), static_cast<float>(1.0 - s.beta2),
+                  static_cast<float>(s.bias_correction2_sqrt), static_cast<float>(s.eps),
+                  static_cast<float>(-s.step_size)};
+  const char* error = detail::adamw_8bit_cuda_update(args, c10::cuda::getCurrentCUDAStream().stream());
+  HPCTRAIN_CHECK(error == nullptr, "8-bit AdamW: the CUDA kernel for '{}' failed: {}", slot.name, error ? error : "");
+#else
+  (void)slot, (void)grad, (void)lr;
+  fail("8-bit AdamW: a CUDA parameter in a build without -DHPCTRAIN_WITH_CUDA=ON");
+#endif
 }
 
 OptimizerState AdamW8bit::state_tensors() const {

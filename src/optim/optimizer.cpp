@@ -79,6 +79,7 @@ void Optimizer::load_state_dict(const OptimizerState& state) {
     into.copy_(state.at(name));
   }
   steps_ = state.at("step").item<int64_t>();
+  state_loaded();
 }
 
 // Note [Optimizer state checks]

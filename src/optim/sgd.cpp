@@ -36,13 +36,19 @@ void Sgd::update(double lr) {
     if (!grad.defined()) continue;
     at::Tensor d_p = slot.weight_decay != 0.0 ? grad.add(slot.param, slot.weight_decay) : grad;
     if (options_.momentum != 0.0) {
-      if (slot.steps.item<int64_t>() == 0) slot.buffer.copy_(d_p);
+      if (slot.host_steps == 0) slot.buffer.copy_(d_p);
       else slot.buffer.mul_(options_.momentum).add_(d_p, 1.0 - options_.dampening);
       slot.steps.add_(1);
+      ++slot.host_steps;
       d_p = options_.nesterov ? d_p.add(slot.buffer, options_.momentum) : slot.buffer;
     }
     slot.param.add_(d_p, -lr);
   }
+}
+
+void Sgd::state_loaded() {
+  for (Slot& slot : slots_)
+    if (slot.steps.defined()) slot.host_steps = slot.steps.item<int64_t>();  // once per load, not per step
 }
 
 OptimizerState Sgd::state_tensors() const {

@@ -82,7 +82,8 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   HPCTRAIN_CHECK(options_.local_sgd_steps >= 0, "local_sgd_steps {}: expected >= 0 (0 = off)", options_.local_sgd_steps);
   comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = apply_threads(options_.threads, comm_.local_size());  // warns when far too many
-  device_ = select_device(options_.device, comm_.local_rank(), comm_.local_size());
+  device_ = select_device(options_.device, comm_);
+  use_device(device_);  // Note [Current device]: before any CUDA work; refuses CUDA in a build without it
   precision_ = PrecisionPolicy(options_.mixed_precision, options_.loss_scaling, options_.grad_reduce_dtype,
                                device_.type());
   if (const std::string note = precision_.startup_note(); !note.empty()) log::info("{}", note);

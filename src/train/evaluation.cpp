@@ -46,10 +46,17 @@ int64_t agree_on_nonfinite(dist::Comm& comm, NonFiniteRows seen, const char* wha
   return seen.examples;
 }
 
+// Note [No mask without padding]
+// On a GPU a batch without padding goes to the model without attention_mask: attention then passes SDPA no
+// mask, which makes the flash kernel eligible (it takes no float bias); an all-ones mask would only add zeros.
+// Checked on the host batch, before the copy, so it costs no device read. CPU batches keep their mask (the
+// blocked attention path is unchanged). Models treat an undefined mask as "no padding".
 models::ModelInputs to_model_inputs(const loader::Batch& batch, const at::Device& device) {
   models::ModelInputs inputs;
   inputs.input_ids = on(batch.input_ids, device);
-  inputs.attention_mask = on(batch.attention_mask, device);
+  const bool drop_mask = device.is_cuda() && batch.attention_mask.defined() && batch.attention_mask.is_cpu() &&
+                         batch.attention_mask.ne(0).all().item<bool>();
+  if (!drop_mask) inputs.attention_mask = on(batch.attention_mask, device);
   inputs.token_type_ids = on(batch.token_type_ids, device);
   inputs.pixel_values = on(batch.pixel_values, device);
   inputs.labels = on(batch.labels, device);

@@ -172,7 +172,7 @@ BOOST_AUTO_TEST_CASE(strict_load_and_parameter_checks) {
 
   const NamedParameters doubles = {{"w", at::zeros({8}, at::kDouble)}};
   const std::string dtype = testing::error_message([&] { (void)make_8bit(doubles); });
-  BOOST_TEST(testing::contains(dtype, "parameter 'w' is cpu Double; expected a contiguous CPU float32 tensor"), dtype);
+  BOOST_TEST(testing::contains(dtype, "parameter 'w' is cpu Double; expected a contiguous float32 tensor on the CPU"), dtype);
 }
 
 BOOST_AUTO_TEST_CASE(made_by_the_factory_under_both_names) {

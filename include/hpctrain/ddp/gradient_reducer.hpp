@@ -1,11 +1,13 @@
 // DDP-style gradient averaging: gradients are copied into fused per-bucket buffers as autograd hooks
 // fire, each complete bucket is averaged over all ranks with one in-place allreduce (on a communication
 // thread, overlapping the rest of backward), and finalize() makes each param.grad the average: a view of
-// the bucket buffer for CPU parameters (Note [Gradients as bucket views]), a copy otherwise.
+// the bucket buffer for CPU parameters (Note [Gradients as bucket views]), a copy otherwise. With one rank and
+// parameters off the CPU nothing is copied: hooks are not installed and .grad stays autograd's (Note [Device buckets]).
 // Bucket layout and launch order: Note [Bucket order] in src/ddp/gradient_reducer.cpp.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +29,10 @@ struct ReducerOptions {
   // Note [bf16 gradient reduction] in src/ddp/gradient_reducer.cpp). float64 parameters travel as float64
   // with f32.
   dist::DType wire_dtype = dist::DType::f32;
+  // Observes the copy-fence contract (Note [Fenced collectives] in src/ddp/gradient_reducer.cpp): called with a
+  // buffer right after the reducer fenced the device work queued on it — immediately before every collective
+  // that reads it, and at the end of every reduction. For tests; empty in production.
+  std::function<void(const at::Tensor& buffer)> on_fence;
 };
 
 // Communication of one synced step (last_step_stats) or summed over all synced steps (total_stats).

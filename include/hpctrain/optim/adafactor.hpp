@@ -42,16 +42,19 @@ class Adafactor final : public Optimizer {
   // (>= 2 dimensions) or "exp_avg_sq.<name>", and "exp_avg.<name>" when beta1 > 0.
   void update(double lr) override;
   [[nodiscard]] OptimizerState state_tensors() const override;
+  void state_loaded() override;
   [[nodiscard]] std::set<std::string> non_negative_state() const override {
     return {"exp_avg_sq", "exp_avg_sq_row", "exp_avg_sq_col"};
   }
 
   struct Slot {
-    at::Tensor param, steps, row, col, exp_avg_sq, exp_avg;  // undefined when not kept
+    at::Tensor param, steps, row, col, exp_avg_sq, exp_avg;  // undefined when not kept; steps on the param's device
+    int64_t host_steps = 0;  // steps' value, kept on the host: update() never reads the device
     std::string name;
     double weight_decay = 0.0;
   };
   void update_slot(Slot& slot, double lr);
+  [[nodiscard]] double relative_step_size(double lr, int64_t t) const;  // step_size before the parameter scale
   std::vector<Slot> slots_;
   AdafactorOptions options_;
 };

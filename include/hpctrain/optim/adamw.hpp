@@ -17,7 +17,9 @@ struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double weight_decay = 0.0;  // for the (named_parameters, options) constructor's weight_decay_groups
   // One pass over memory per parameter on CPU float32/float64 (Note [Fused AdamW]); false: the tensor
-  // operations torch.optim.AdamW runs (same formula, rounding may differ in the last bit).
+  // operations torch.optim.AdamW runs (same formula, rounding may differ in the last bit). Off the CPU, true
+  // updates lists of parameters at once: torch's fused CUDA kernel (LibTorch 2.x) or the multi-tensor operations
+  // (Note [AdamW off the CPU] in src/optim/adamw.cpp); false: per-tensor operations there too.
   bool fused = true;
 };
 

@@ -3,7 +3,8 @@
 // (blockwise_quant.hpp: the signed dynamic map for exp_avg, the unsigned one for exp_avg_sq, one float32
 // absmax per 256 elements); smaller parameters keep float32 moments, as bitsandbytes does. Each step
 // dequantizes a block, applies the AdamW update in float32 and requantizes it (Note [Fused 8-bit AdamW]).
-// Parameters: CPU, float32, contiguous (Error naming the parameter otherwise).
+// Parameters: float32, contiguous, on the CPU or — in a build with -DHPCTRAIN_WITH_CUDA=ON — on a CUDA device,
+// where a kernel does the same arithmetic (Note [8-bit AdamW on CUDA]); Error naming the parameter otherwise.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -50,8 +51,10 @@ class AdamW8bit final : public Optimizer {
     double weight_decay = 0.0;
     [[nodiscard]] bool quantized() const { return exp_avg_absmax.defined(); }
   };
+  void update_on_cuda(Slot& slot, const at::Tensor& grad, double lr);
   std::vector<Slot> slots_;
   AdamW8bitOptions options_;
+  at::Tensor cuda_maps_;  // the quantization maps on the parameters' GPU (adamw_8bit_cuda.hpp), made once
 };
 
 }  // namespace hpctrain::optim

@@ -43,6 +43,8 @@ class Quantizer {
 
   [[nodiscard]] float value(std::uint8_t index) const { return code_[index]; }
   [[nodiscard]] const Code& code() const { return code_; }
+  // [i]: the smallest float whose nearest index is >= i (ascending; +inf where no float reaches i, and from 256).
+  [[nodiscard]] const std::array<float, 259>& thresholds() const { return thresholds_; }
 
   // x limited to [code.front(), code.back()] (NaN stays NaN).
   [[nodiscard]] float clamp(float x) const { return x < code_.front() ? code_.front() : code_.back() < x ? code_.back() : x; }

@@ -88,6 +88,9 @@ class Optimizer {
 
   // The update of step steps() (already counted) for every parameter with a gradient.
   virtual void update(double lr) = 0;
+  // Called at the end of load_state_dict, after the state tensors were overwritten: an optimizer that mirrors
+  // state on the host (step counters, so that update() never reads the device) refreshes the mirror here.
+  virtual void state_loaded() {}
   // The live per-parameter state tensors, by name ("step" is the base's).
   [[nodiscard]] virtual OptimizerState state_tensors() const = 0;
   // The kinds of state tensor (a name up to its first '.') that hold magnitudes, such as second moments

@@ -30,9 +30,11 @@ class Sgd final : public Optimizer {
   // starts a buffer as a copy of the first gradient, without dampening). Without momentum: no state.
   void update(double lr) override;
   [[nodiscard]] OptimizerState state_tensors() const override;
+  void state_loaded() override;
 
   struct Slot {
-    at::Tensor param, buffer, steps;  // steps: int64 scalar
+    at::Tensor param, buffer, steps;  // steps: int64 scalar, on the parameter's device
+    int64_t host_steps = 0;           // steps' value, kept on the host: update() never reads the device
     std::string name;
     double weight_decay = 0.0;
   };
