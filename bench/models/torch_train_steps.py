@@ -76,7 +76,7 @@ def main():
     seconds = time.perf_counter() - start
     row = {"impl": "pytorch-eager-sdpa", "task": args.task, "device": args.device,
            "mixed_precision": args.mixed_precision, "batch": args.batch, "seq_length": args.seq_length,
-           "steps": args.steps, "samples_per_s": args.batch * args.steps / seconds, "loss": float(loss),
+           "steps": args.steps, "samples_per_s": args.batch * args.steps / seconds, "loss": loss.item(),
            "parameters": sum(p.numel() for p in model.parameters()), "torch": torch.__version__}
     if device.type == "cuda":
         row["peak_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
