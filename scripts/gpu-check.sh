@@ -59,11 +59,14 @@ prepare() {
   for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" "$root" || { log "dpkg -x $deb failed"; return 1; }; done
   # Debian's maintainer scripts (update-alternatives) make these names; dpkg -x runs no scripts.
   local tool
-  for tool in mpirun mpiexec mpicc mpicxx orterun; do ln -sf "$tool.openmpi" "$root/usr/bin/$tool"; done
-  [[ -e $root/usr/bin/orterun.openmpi ]] || rm -f "$root/usr/bin/orterun"
+  for tool in mpirun mpiexec mpicc mpicxx; do ln -sf "$tool.openmpi" "$root/usr/bin/$tool"; done
   ln -sf ../libpsm1/libpsm_infinipath.so.1.16 "$root/usr/lib/$arch/libpsm_infinipath.so.1"  # an alternative too
   rm -rf "$root"/usr/share/{doc,man,info,locale,lintian,bug} && find "$root" -name '*.a' -delete
   rm -rf "$root/usr/lib/$arch/ucx"  # UCX's transport plugins: unused (shared memory only), and they load from /usr
+  local program
+  for program in mpirun orted ssh mpicc pkgconf; do
+    [[ -x $(readlink -f "$root/usr/bin/$program") ]] || { log "the prefix has no runnable usr/bin/$program"; return 1; }
+  done
   closure_check "$root/usr/bin" || return 1
   tar czf "$tarball" -C "$deps" root || return 1
   local bytes
@@ -100,6 +103,9 @@ use_prefix() {
   if [[ ! -d $root/usr && -f $tarball ]]; then tar xzf "$tarball" -C "$deps" || return 1; fi
   [[ -d $root/usr ]] || { log "no prefix in $root: run 'scripts/gpu-check.sh prepare' here and carry .gpu-deps/prefix.tar.gz"; return 1; }
   export OPAL_PREFIX=$root/usr                       # relocates Open MPI (its wrappers, plugins, help files)
+  # PMIx and hwloc load their plugins from folders compiled in (/usr/lib/...): pointed at the prefix's (rehearse
+  # found them loaded from this machine's /usr through LD_DEBUG).
+  export PMIX_PKGLIBDIR=$root/usr/lib/$arch/pmix2/lib/pmix HWLOC_PLUGINS_PATH=$root/usr/lib/$arch/hwloc
   export PATH=$root/usr/bin:$PATH
   LD_LIBRARY_PATH=$(prefix_libdirs)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LD_LIBRARY_PATH
@@ -226,6 +232,11 @@ preflight_tools() {
     echo "PROBLEM: nvcc $nvcc_version against torch's CUDA $torch_cuda (the same major, nvcc not newer than torch's runtime)"
   else echo "ok: nvcc $nvcc_version, torch's CUDA $torch_cuda"
   fi
+  local tool
+  for tool in ssh mpirun orted; do  # from the prefix, not from this machine
+    [[ $(readlink -f "$(command -v "$tool")") == "$(readlink -f "$root")"/* ]] \
+      || echo "PROBLEM: $tool is $(command -v "$tool" || echo missing), not the prefix's"
+  done
   ssh -V >/dev/null 2>&1 && echo "ok: $(ssh -V 2>&1)" || echo "PROBLEM: ssh does not run (Open MPI's launcher looks for it)"
   if mpirun --version >/dev/null 2>&1 && timeout 30 mpirun -np 2 --bind-to none true >/dev/null 2>"$deps/mpirun.err"; then
     echo "ok: $(mpirun --version 2>&1 | head -1), mpirun -np 2 true runs"
@@ -239,7 +250,8 @@ preflight_libraries() {
   local files=()
   mapfile -t files < <(find "$root/usr/bin" "$root/usr/lib" "$root/lib" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
   [[ -x $build_dir/hpctrain ]] && files+=("$build_dir/hpctrain")
-  LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(torch_ldpath) ldd "${files[@]}" 2>&1 | "$python" -c '
+  # ldd exits 1 when some file is no dynamic executable (scripts): its status is not the answer.
+  { LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(torch_ldpath) ldd "${files[@]}" 2>&1 || true; } | "$python" -c '
 import os, re, sys
 allow, dirs, repo = re.compile(sys.argv[1]), [os.path.realpath(d) for d in sys.argv[2].split(":") if d], sys.argv[3]
 problems, checked, current = 0, 0, ""
@@ -291,7 +303,8 @@ check() {
   local budget=${HPCTRAIN_GPU_CHECK_BUDGET:-500} scale=1
   [[ $HPCTRAIN_GPU_DEVICE == cuda ]] || { scale=6 budget=0; }
   local entry name limit n=0 start rc status failed=0 note stage_log
-  printf '%-28s %-7s %7s  %s\n' stage status seconds note >"$summary"
+  { echo "# $(date -u +%FT%TZ), device $HPCTRAIN_GPU_DEVICE, $(nvidia-smi -L 2>/dev/null | head -1 || echo 'no nvidia-smi')"
+    printf '%-28s %-7s %7s  %s\n' stage status seconds note; } >"$summary"
   for entry in "${stages[@]}"; do
     name=${entry%:*} limit=$((${entry#*:} * scale)) n=$((n + 1))
     [[ $name =~ ${HPCTRAIN_GPU_CHECK_STAGES:-.} ]] || continue
@@ -368,15 +381,17 @@ JSON
   echo "fixture: $fixture"
 }
 
-# train_case NP NAME ARGS...: a 12-step run (STEPS, SAVE_STEPS: other counts) on the fixture (global shuffle, batch 8 per rank); it must exit 0 with
+# train_case NP NAME ARGS...: a 12-step run (STEPS, SAVE_STEPS, LR: other values) on the fixture (global shuffle, batch 8 per rank); it must exit 0 with
 # every logged loss finite and a final model written.
 train_case() {
   local np=$1 name=$2 fixture=$GC_WORK/fixture; shift 2
   [[ -f $fixture/data.h5 ]] || { echo "no fixture: the fixture stage failed"; return 1; }
   mpi "$np" train --model-config "$fixture/config.json" --data "$fixture/data.h5" --tokenizer "$fixture/tok" \
     --output "$GC_WORK/$name" --device "$HPCTRAIN_GPU_DEVICE" --threads 1 --no-progress --report-to none \
-    --shuffle global --max-steps "${STEPS:-12}" --batch-size 8 --lr 1e-3 --warmup-steps 2 --logging-steps 1 \
-    --save-steps "${SAVE_STEPS:-100}" --eval-steps 100 "$@" || { echo "hpctrain train exited with $?"; return 1; }
+    --shuffle global --max-steps "${STEPS:-12}" --batch-size 8 --lr "${LR:-1e-3}" --warmup-steps 2 --logging-steps 1 \
+    --save-steps "${SAVE_STEPS:-100}" --eval-steps 100 "$@" 2>&1 | tee "$GC_WORK/$name.log"
+  local rc=$?
+  ((rc == 0)) || { echo "hpctrain train exited with $rc: $(grep -m1 -E 'error|what\(\)' "$GC_WORK/$name.log")"; return 1; }
   [[ -f $GC_WORK/$name/final/model.safetensors ]] || { echo "no final model"; return 1; }
   "$python" - "$GC_WORK/$name/metrics.jsonl" <<'PYEOF'
 import json, math, sys
@@ -397,7 +412,7 @@ stage_train_fp16_scaler() {
 }
 stage_train_checkpointing() { train_case 2 checkpointing --mixed-precision bf16 --gradient-checkpointing; }
 stage_train_adafactor() { train_case 2 adafactor --optim adafactor; }
-stage_train_sgd() { train_case 2 sgd --optim sgd --sgd-momentum 0.9 --lr 1e-2; }
+stage_train_sgd() { LR=1e-2 train_case 2 sgd --optim sgd --sgd-momentum 0.9; }
 stage_train_adamw8bit() { train_case 2 adamw8bit --optim adamw_8bit; }
 stage_train_grad_reduce_bf16() { train_case 2 grad-reduce-bf16 --grad-reduce-dtype bf16; }
 
@@ -584,10 +599,15 @@ rehearse() {
 # (there it would be missing): ninja's dependency records name every header each object read.
 build_headers() {
   local outside
-  outside=$(ninja -C "$build_dir" -t deps 2>/dev/null | grep -E '^ +/usr/include/(boost|hdf5|nlohmann|fmt|utf8proc|pcre2|zlib|zconf|x86_64-linux-gnu/(openmpi|mpi)|openmpi|mpi)' | sort -u)
-  [[ -z $outside ]] && { echo "ok: every packaged header came from the prefix"; return 0; }
-  echo "PROBLEM: headers read from /usr/include instead of the prefix:"; echo "$outside" | head -20
-  return 1
+  # ccache (base_dir) records paths relative to the build folder: made absolute before they are compared.
+  outside=$(ninja -C "$build_dir" -t deps | sed -n 's/^ \{4\}//p' | sort -u | (cd "$build_dir" && xargs realpath -m) \
+    | grep -E '^/usr/include/(boost|hdf5|nlohmann|fmt|utf8proc|pcre2|zlib|zconf|x86_64-linux-gnu/(openmpi|mpi)|openmpi|mpi)' | sort -u)
+  if [[ -n $outside ]]; then
+    echo "PROBLEM: headers read from /usr/include instead of the prefix:"; echo "$outside" | head -20
+    return 1
+  fi
+  echo "ok: every packaged library's header came from the prefix ($(ninja -C "$build_dir" -t deps | sed -n 's/^ \{4\}//p' \
+    | sort -u | (cd "$build_dir" && xargs realpath -m) | grep -c "^$root/") headers from it)"
 }
 
 # loaded_libraries: the LD_DEBUG records of the processes whose program is in the prefix or the build
@@ -595,32 +615,31 @@ build_headers() {
 # prefix, torch's folders or the allowlist.
 loaded_libraries() {
   use_prefix >/dev/null || return 1
-  local allowed_dirs file program bad=0 checked=0 lib
-  allowed_dirs="$root:$(torch_ldpath):$build_dir"
-  for file in "$deps"/ld-debug/pid.*; do
-    [[ -f $file ]] || continue
-    program=$(sed -n 's/.*needed by \([^ ]*\) \[0\].*/\1/p' "$file" | head -1)
-    [[ $program == "$root"/* || $program == "$build_dir"/* ]] || continue
-    checked=$((checked + 1))
-    while read -r lib; do
-      [[ $(basename "$lib") =~ $allowlist ]] && continue
-      inside_dirs "$lib" "$allowed_dirs" || { echo "PROBLEM: ${program#"$repo"/} loaded $lib"; bad=1; }
-    done < <(sed -n 's/.*calling init: \(.*\)$/\1/p' "$file" | sort -u)
-  done
-  ((checked > 0)) || { echo "PROBLEM: no loader records of the prefix's or the build's programs"; return 1; }
-  ((bad)) || echo "ok: $checked processes of the prefix and the build loaded libraries from the prefix, torch's folders and the allowlist only"
-  return "$bad"
-}
-
-# inside_dirs PATH DIRS: PATH lies in one of the colon-separated DIRS (both made canonical).
-inside_dirs() {
-  local real dir dirs
-  real=$(readlink -f "$1")
-  IFS=: read -r -a dirs <<<"$2"
-  for dir in "${dirs[@]}"; do
-    [[ -d $dir && $real == "$(readlink -f "$dir")"/* ]] && return 0
-  done
-  return 1
+  "$python" - "$deps/ld-debug" "$allowlist" "$root:$(torch_ldpath):$build_dir" "$repo" <<'PYEOF'
+import glob, os, re, shutil, sys
+folder, allow, repo = sys.argv[1], re.compile(sys.argv[2]), sys.argv[4]
+dirs = [os.path.realpath(d) + "/" for d in sys.argv[3].split(":") if d]
+ours = [dirs[0], dirs[-1]]  # programs from the prefix or the build
+checked, problems = 0, set()
+for name in glob.glob(folder + "/pid.*"):
+    text = open(name, errors="replace").read()
+    program = re.search(r"needed by (\S+) \[0\]", text)
+    path = program and (shutil.which(program.group(1)) or program.group(1))  # "mpirun": as found on PATH
+    if not path or not any(os.path.realpath(path).startswith(d) for d in ours):
+        continue
+    checked += 1
+    for lib in set(re.findall(r"calling init: (\S+)", text)):
+        if not allow.match(os.path.basename(lib)) and not any(os.path.realpath(lib).startswith(d) for d in dirs):
+            problems.add(f"PROBLEM: {program.group(1).replace(repo + '/', '')} loaded {lib}")
+if problems:
+    print("\n".join(sorted(problems)))
+if not checked:
+    print("PROBLEM: no loader records of the prefix's or the build's programs"); sys.exit(1)
+if not problems:
+    print(f"ok: {checked} processes of the prefix and the build loaded libraries from the prefix, torch's folders "
+          "and the allowlist only")
+sys.exit(1 if problems else 0)
+PYEOF
 }
 
 # ---- verbs ----
