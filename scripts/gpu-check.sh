@@ -542,6 +542,7 @@ dim, layers, ffn, seq, vocab = 768, 6, 3072, 128, 30522
 # no product) plus the attention products (QK^T and AV: 2 x 2 x seq x dim per token and layer, x3 with backward).
 params = layers * (4 * dim * dim + 2 * dim * ffn) + dim * dim
 flops = 6 * params * seq + 3 * 4 * layers * seq * seq * dim
+summary = []
 with open(sys.argv[2], "a") as out:
     for r in rows:
         tflops = r["samples_per_s"] * flops / 1e12
@@ -550,6 +551,8 @@ with open(sys.argv[2], "a") as out:
         out.write(json.dumps(row) + "\n")
         print(f"{r['impl']}: {r['samples_per_s']:.1f} samples/s, {tflops:.2f} TFLOP/s, MFU {100 * tflops / gemm:.1f} % of "
               f"the measured bf16 GEMM ({gemm:.1f} TFLOP/s), {100 * tflops / spec:.2f} % of the 989 TFLOP/s spec peak")
+        summary.append(f"{r['impl']} {100 * tflops / gemm:.1f} / {100 * tflops / spec:.2f} %")
+print("MFU (of the measured GEMM / of the spec peak): " + ", ".join(summary))
 PYEOF
 }
 
@@ -563,6 +566,8 @@ for r in rows:
     parts = [f"{k} {r[k] / 2**30:.2f} GiB" for k in ("peak_device_memory_bytes", "peak_memory_allocated_bytes",
              "peak_memory_reserved_bytes", "peak_rss_bytes") if k in r]
     print(f"{r['impl']}: " + ", ".join(parts or ["no reading"]))
+print("peak: " + "; ".join(f"{r['impl']} {max(r.get(k, 0) for k in ('peak_device_memory_bytes', 'peak_rss_bytes')) / 2**30:.2f} GiB"
+                           for r in rows))
 PYEOF
 }
 
