@@ -67,7 +67,7 @@ prepare() {
   for program in mpirun orted ssh mpicc pkgconf; do
     [[ -x $(readlink -f "$root/usr/bin/$program") ]] || { log "the prefix has no runnable usr/bin/$program"; return 1; }
   done
-  closure_check "$root/usr/bin" || return 1
+  closure_check || return 1
   tar czf "$tarball" -C "$deps" root || return 1
   local bytes
   bytes=$(stat -c %s "$tarball")
@@ -75,13 +75,11 @@ prepare() {
   ((bytes < 52 * 1048576)) || { log "the prefix is too large to carry with the working tree"; return 1; }
 }
 
-# closure_check [EXTRA_DIR...]: every ELF file of the prefix (and of EXTRA_DIRs) finds each library it needs
-# (readelf's NEEDED) in the prefix, in EXTRA_DIRs, in its own folder, or in the allowlist. Prints what is missing.
+# closure_check: every ELF file of the prefix (programs, libraries, plugins) finds each library it needs (readelf's
+# NEEDED) in the prefix's library folders, in its own folder, or in the allowlist. Prints what is missing.
 closure_check() {
-  local dirs missing=0 file needed lib found
+  local dirs missing=0 file needed lib found libs
   dirs="$(prefix_libdirs):$root/usr/lib/$arch/openmpi/lib"
-  local extra
-  for extra in "$@"; do dirs+=":$extra"; done
   while IFS= read -r file; do
     head -c 4 "$file" 2>/dev/null | grep -q $'^\x7fELF' || continue
     while read -r needed; do
@@ -91,7 +89,7 @@ closure_check() {
       for lib in "${libs[@]}"; do [[ -e $lib/$needed ]] && { found=1; break; }; done
       ((found)) || { echo "missing: $needed (needed by ${file#"$repo"/})"; missing=1; }
     done < <(readelf -d "$file" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-  done < <(find "$root/usr/bin" "$root/usr/lib" "$root/lib" "${@/#/}" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
+  done < <(find "$root/usr/bin" "$root/usr/lib" "$root/lib" -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
   ((missing == 0)) && log "closure check: every library the prefix's programs and plugins need is in it or allowed"
   return "$missing"
 }
