@@ -514,7 +514,9 @@ memory_sampler() {
 # The causal-LM models (gpt2, llama via --model-config) belong here once `hpctrain train` takes causal-LM datasets
 # (`prep lm`); until then this stage skips, saying so.
 stage_throughput_causal_lm() {
-  if ! "$GC_BIN" train --help 2>&1 | grep -qiE 'causal|prep lm'; then
+  local help
+  help=$("$GC_BIN" train --help 2>&1)
+  if ! grep -qiE 'causal|prep lm' <<<"$help"; then
     skip "hpctrain train takes no causal-LM datasets yet (train --help names none): gpt2/llama throughput not measured"
   fi
   echo "hpctrain train now names causal-LM datasets: add the gpt2 and llama runs to this stage"

@@ -25,9 +25,11 @@ for entry in "${later[@]}"; do
   [[ ${entry#* } == ok ]] || bad "later stage ${entry% *}: ${entry#* }"
 done
 grep -Eq '^memory +ok .*dry run: stage_memory' "$summary" && ok "the last stage ran in its own process" || bad "last stage"
-tar tzf "$work/out/check-logs.tar.gz" | grep -q 'train-bf16-2ranks.log' && ok "stage logs packed" || bad "no stage logs"
-tar xzf "$work/out/check-logs.tar.gz" -O --wildcards '*train-bf16-2ranks.log' | grep -q 'failing on purpose' \
-  && ok "the failing stage's log says why" || bad "failing stage's log"
+# (tar's output read whole first: `tar | grep -q` under pipefail fails when grep stops reading early.)
+listing=$(tar tzf "$work/out/check-logs.tar.gz")
+grep -q 'train-bf16-2ranks.log' <<<"$listing" && ok "stage logs packed" || bad "no stage logs"
+failing_log=$(tar xzf "$work/out/check-logs.tar.gz" -O --wildcards '*train-bf16-2ranks.log')
+grep -q 'failing on purpose' <<<"$failing_log" && ok "the failing stage's log says why" || bad "failing stage's log"
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
