@@ -10,8 +10,9 @@
 #                                             memory), each with its own status, time and log; a summary table
 #   scripts/gpu-check.sh rehearse [OUT_DIR]   here: preflight + build + check against the prefix alone, --device cpu
 # A failing stage never stops the later ones; every verb exits non-zero when anything failed. OUT_DIR (default
-# .gpu-deps/out) receives at most 6 files (the device tool returns 8): preflight.txt, build.log,
-# check-summary.txt, check-results.jsonl, check-logs.tar.gz, rehearse.txt.
+# .gpu-deps/out) receives from each device verb at most 4 files (the device tool returns 8, 2 folders deep):
+# preflight.txt; build.log; check-summary.txt, check-results.jsonl, check-logs.tar.gz (and build.log when check
+# had to build); rehearse adds loader.txt and rehearse.txt.
 # Environment: PYTHON (the interpreter with torch, default python3), HPCTRAIN_GPU_DEVICE (cuda; rehearse: cpu),
 # HPCTRAIN_GPU_BUILD_DIR (build-gpu), JOBS (build jobs, default nproc), HPCTRAIN_GPU_CHECK_STAGES (an extended
 # regex: only the stages it matches run), HPCTRAIN_GPU_CHECK_FAIL (a stage name: it fails on purpose, to test
