@@ -183,7 +183,7 @@ version = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
 (ok if version >= (2, 4) else problem)(f"torch {torch.__version__} (>= 2.4 for the device-generic autocast API)")
 abi = torch.compiled_with_cxx11_abi()
 (ok if abi else problem)(f"torch's C++11 ABI: {abi} (Debian's Boost and fmt use the new ABI)")
-print(f"ok: torch.version.cuda {torch.version.cuda}")
+print(f"ok: torch.version.cuda {torch.version.cuda or ''}")
 if device == "cuda":
     if torch.cuda.is_available() and torch.cuda.device_count() > 0:
         ok(f"{torch.cuda.device_count()} GPU(s): {torch.cuda.get_device_name(0)}, capability {torch.cuda.get_device_capability(0)}")
@@ -191,18 +191,22 @@ if device == "cuda":
         problem("torch sees no CUDA device (HPCTRAIN_GPU_DEVICE=cuda)")
 else:
     ok(f"device {device}: no GPU needed")
-for module, why in (("numpy", "tests/mpi_train/compare_weights.py"), ("h5py", "tests/mpi_train/lib.sh (row counts; optional)"),
-                    ("transformers", "bench/models/torch_train_steps.py, the PyTorch eager peer")):
-    try:
-        m = __import__(module)
-        ok(f"{module} {getattr(m, '__version__', '')} ({why})")
-    except Exception as e:
-        if module == "numpy":
-            problem(f"numpy not importable ({why}): {e}")
-        else:
-            print(f"note: {module} not importable ({why}): {e}")
+try:
+    import numpy
+    ok(f"numpy {numpy.__version__} (tests/mpi_train/compare_weights.py)")
+except Exception as e:
+    problem(f"numpy not importable (tests/mpi_train/compare_weights.py): {e}")
+# Found, not imported (transformers takes seconds to import): the optional ones.
+import importlib.metadata, importlib.util
+for module, why in (("h5py", "tests/mpi_train/lib.sh's row counts"), ("transformers", "the PyTorch eager peer")):
+    if importlib.util.find_spec(module):
+        ok(f"{module} {importlib.metadata.version(module)} ({why})")
+    else:
+        print(f"note: no {module} ({why}: that part is skipped)")
 PYEOF
-  preflight_tools >>"$report" 2>&1
+  local torch_cuda
+  torch_cuda=$(sed -n 's/^ok: torch.version.cuda //p' "$report")
+  preflight_tools "$torch_cuda" >>"$report" 2>&1
   preflight_libraries >>"$report" 2>&1
   cat "$report"
   ! grep -q '^PROBLEM' "$report"
@@ -211,8 +215,9 @@ PYEOF
 # version_at_least HAVE WANT: dotted versions compared field by field.
 version_at_least() { [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1) == "$2" ]]; }
 
+# preflight_tools TORCH_CUDA: the programs the build and the check run (TORCH_CUDA: torch.version.cuda).
 preflight_tools() {
-  local cmake_version nvcc_version torch_cuda
+  local cmake_version nvcc_version torch_cuda=${1:-}
   cmake_version=$(cmake --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p')
   if [[ -n $cmake_version ]] && version_at_least "$cmake_version" 3.25; then echo "ok: cmake $cmake_version (>= 3.25)"
   else echo "PROBLEM: cmake ${cmake_version:-missing} (CMakeLists.txt needs >= 3.25)"
@@ -222,7 +227,6 @@ preflight_tools() {
   command -v readelf >/dev/null || echo "note: no readelf (the closure check here uses ldd only)"
   nvcc_version=$( (command -v nvcc || echo /usr/local/cuda/bin/nvcc) | xargs -I{} sh -c '{} --version 2>/dev/null' \
     | sed -n 's/.*release \([0-9.]*\).*/\1/p')
-  torch_cuda=$("$python" -c 'import torch; print(torch.version.cuda or "")' 2>/dev/null)
   if [[ -z $nvcc_version ]]; then
     [[ ${HPCTRAIN_GPU_DEVICE:-cuda} == cuda ]] && echo "PROBLEM: no nvcc (LibTorch's CMake files need the CUDA toolkit)" \
       || echo "note: no nvcc: a CPU build"
