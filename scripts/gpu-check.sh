@@ -283,7 +283,7 @@ stages=(
   equivalence:120 fixture:30
   train-bf16-1rank:45 train-bf16-2ranks:45 train-fp16-scaler:45 train-checkpointing:45 train-resume:90
   train-adafactor:45 train-sgd:45 train-adamw8bit:45 train-grad-reduce-bf16:45
-  throughput-distilbert-base:150 throughput-causal-lm:20 mfu:45 memory:10
+  throughput-distilbert-base:150 throughput-causal-lm:150 mfu:45 memory:10
 )
 
 check() {
@@ -516,16 +516,64 @@ memory_sampler() {
   return "$rc"
 }
 
-# The causal-LM models (gpt2, llama via --model-config) belong here once `hpctrain train` takes causal-LM datasets
-# (`prep lm`); until then this stage skips, saying so.
+# The causal LMs: a GPT-2 and a Llama (GQA) built from config.json, trained on packed rows of `prep lm` (bf16,
+# AdamW) by hpctrain and by the PyTorch eager peer (transformers' own models, SDPA), whole steps; hpctrain's
+# tokens/s and MFU are its metrics.jsonl's (Note [Model FLOPs]). On the CPU (rehearse) the models are small.
 stage_throughput_causal_lm() {
-  local help
-  help=$("$GC_BIN" train --help 2>&1)
-  if ! grep -qiE 'causal|prep lm' <<<"$help"; then
-    skip "hpctrain train takes no causal-LM datasets yet (train --help names none): gpt2/llama throughput not measured"
-  fi
-  echo "hpctrain train now names causal-LM datasets: add the gpt2 and llama runs to this stage"
-  return 1
+  local tp=$GC_WORK/throughput-lm batch=16 steps=40 dim=768 layers=12 heads=12 threads=4
+  on_gpu || { batch=2 steps=6 dim=128 layers=2 heads=4 threads=2; }
+  mkdir -p "$tp" || return 1
+  cat >"$tp/gpt2.json" <<JSON
+{"model_type": "gpt2", "vocab_size": 50257, "n_embd": $dim, "n_layer": $layers, "n_head": $heads, "n_positions": 1024}
+JSON
+  cat >"$tp/llama.json" <<JSON
+{"model_type": "llama", "vocab_size": 32000, "hidden_size": $dim, "intermediate_size": $((dim * 8 / 3)),
+ "num_hidden_layers": $layers, "num_attention_heads": $heads, "num_key_value_heads": $((heads / 2)),
+ "max_position_embeddings": 2048}
+JSON
+  "$python" - "$tp/docs.jsonl" <<'PYEOF' || return 1
+import json, random
+random.seed(1)
+words = ["the", "of", "and", "data", "model", "train", "rank", "token", "layer", "step", "batch", "loss", "grad"]
+with open(__import__("sys").argv[1], "w") as out:
+    for _ in range(3000):
+        out.write(json.dumps({"text": " ".join(random.choices(words, k=200))}) + "\n")
+PYEOF
+  "$GC_BIN" prep lm --input "$tp/docs.jsonl" --text-field text --tokenizer "$repo/tests/tokenize/golden/bpe/gpt2" \
+    --block-size 128 --no-progress --output "$tp/data.h5" >"$tp/prep.log" 2>&1 || { cat "$tp/prep.log"; return 1; }
+  local failed=0 model
+  for model in gpt2 llama; do
+    mpirun --oversubscribe --bind-to none -np 1 "$GC_BIN" train --model-config "$tp/$model.json" --data "$tp/data.h5" \
+      --output "$tp/hpctrain-$model" --device "$HPCTRAIN_GPU_DEVICE" --mixed-precision bf16 --batch-size "$batch" \
+      --max-steps "$steps" --logging-steps $((steps / 4)) --lr 1e-4 --threads "$threads" --no-progress \
+      --report-to none --save-steps 100000 --eval-steps 100000 >"$tp/hpctrain-$model.log" 2>&1 \
+      || { tail -20 "$tp/hpctrain-$model.log"; failed=1; continue; }
+    "$python" "$repo/bench/models/torch_train_steps.py" --config "$tp/$model.json" --task causal-lm \
+      --device "$HPCTRAIN_GPU_DEVICE" --batch "$batch" --seq-length 128 --steps "$steps" --warmup $((steps / 4)) \
+      --threads "$threads" >"$tp/peer-$model.json"
+    case $? in 0 | 77) ;; *) failed=1 ;; esac
+    "$python" - "$tp" "$model" "$batch" "$steps" <<'PYEOF' >>"$GC_RESULTS" || failed=1
+import json, statistics, sys
+tp, model, batch, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+rows = [json.loads(l) for l in open(f"{tp}/hpctrain-{model}/metrics.jsonl") if '"tokens_per_second"' in l]
+steady = [r for r in rows if r["step"] > steps // 4] or rows
+ours = statistics.median(r["tokens_per_second"] for r in steady)
+mfu = statistics.median(r.get("mfu", 0) for r in steady)
+row = {"stage": "throughput-lm", "model": model, "batch": batch, "seq_length": 128, "hpctrain_tokens_per_s": ours,
+       "hpctrain_mfu_of_measured_peak": mfu}
+peer = open(f"{tp}/peer-{model}.json").read().splitlines()
+if peer and peer[-1].startswith("{"):
+    theirs = json.loads(peer[-1])["samples_per_s"] * 128
+    row.update(pytorch_tokens_per_s=theirs, ratio=ours / theirs)
+else:
+    row["pytorch"] = peer[-1] if peer else "no output"
+print(json.dumps(row))
+print(f"{model}: hpctrain {ours:.0f} tok/s (MFU {100 * mfu:.1f} % of the measured peak)"
+      + (f", PyTorch eager {row['pytorch_tokens_per_s']:.0f} tok/s, ratio {row['ratio']:.2f}" if "ratio" in row else
+         f", PyTorch: {row['pytorch']}"), file=sys.stderr)
+PYEOF
+  done
+  return "$failed"
 }
 
 # MFU: the training FLOPs of a step over the time, against the measured bf16 GEMM (bench/models/gemm_peak.py) and
