@@ -95,7 +95,8 @@ BOOST_AUTO_TEST_CASE(cached_logits_equal_full_recompute_at_every_step) {
         const at::Tensor step = model->forward_cached(id_row({token}), cache)[0][0];
         sequence.push_back(token);
         const at::Tensor full = full_forward_logits(*model, sequence)[-1];
-        BOOST_TEST(testing::max_abs_diff(step, full) < kCachedLogitTolerance, "step " << sequence.size());
+        const double diff = testing::max_abs_diff(step, full);
+        BOOST_TEST(diff < kCachedLogitTolerance, "step " << sequence.size() << ": max |cached - full| = " << diff);
       }
       BOOST_TEST(cache.length() == static_cast<int64_t>(sequence.size()));
     }
