@@ -24,8 +24,10 @@ using hpctrain::testing::contains;
 using hpctrain::testing::error_message;
 using testing::golden_dir;
 
-// Cached and full forwards differ only in summation order (one query against many keys vs the full matrix).
-constexpr double kCachedLogitTolerance = 1e-5;
+// Cached and full forwards differ only in summation order (one query against many keys vs the full matrix; a
+// one-row product vs the whole one): within float rounding of logits of size ~1 (LibTorch 2 with MKL: 1.05e-5 seen
+// on tiny-gpt2-bf16), far below the 1e-4 the goldens allow and the logit gaps greedy decoding depends on.
+constexpr double kCachedLogitTolerance = 5e-5;
 
 const nlohmann::json& generation_golden_json() {
   static const nlohmann::json data = testing::read_json(golden_dir() / "generation_golden.json");
