@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# A real causal-LM run end to end, beside the quick start: install what is missing, build (Release), turn every file
-# of Debian's `fortunes` package (15,217 fortunes, 3 MB of English) into JSONL, tokenize it with the byte-level BPE
-# tokenizer shipped in data/fortunes-bpe/ (4,096 ids, trained on this corpus: data/fortunes-bpe/README.md) into rows
-# of 128 tokens (`prep lm`, 5 % of the fortunes held out), train a small model from scratch on it with
-# `mpirun -np 2` for one epoch (196 steps of 32 x 128 tokens), and print the validation perplexity of the untrained
-# and the trained model (`eval --json`) and a sample (`generate`, when the binary has it).
+# A real causal-LM run end to end, beside the quick start: install what is missing, build (Release), turn every
+# fortune file of Debian's `fortunes` and `fortunes-min` (15,217 fortunes, 2.5 MB of English) into JSONL, tokenize
+# it with the byte-level BPE tokenizer shipped in data/fortunes-bpe/ (4,096 ids, trained on this corpus:
+# data/fortunes-bpe/README.md) into rows of 128 tokens (`prep lm`, 5 % of the fortunes held out), train a small
+# model from scratch on it with `mpirun -np 2` for one epoch (196 steps of 32 x 128 tokens), and print the
+# validation perplexity of the untrained and the trained model (`eval --json`) and a sample (`generate`, when the
+# binary has it).
 #
 # Usage: scripts/lm-example.sh [--model gpt2|llama] [--quick]
 #   --model gpt2   (default) GPT-2, 4 layers, width 192, 6 heads, tied head: data/lm-example/gpt2.json (2.8 M parameters)
@@ -64,9 +65,10 @@ perplexity() { python3 -c 'import json, sys; print("%.1f" % json.loads(sys.argv[
 echo "lm-example ($model): validation perplexity $(perplexity "$before") -> $(perplexity "$after"), training ${seconds} s" \
   "on $(nproc) cores (2 ranks x $threads threads; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 
-# A sample from the trained model. `hpctrain generate` is issue 21's item 5; until the binary has it, a note.
+# A sample from the trained model. `hpctrain generate` is issue 21's item 5: the sample runs as soon as the binary
+# has the command (the test below); until then a note. Its options are the issue's contract.
 prompt="The meaning of life is"
-if "$hpctrain" generate --help >/dev/null 2>&1; then
+if "$hpctrain" generate --help >/dev/null 2>&1; then  # GENERATE: the sample line; set to `if true` to force it
   "$hpctrain" generate --model "$out/final" --prompt "$prompt" --max-new-tokens 60 --temperature 0.8 --top-k 40 --seed 1
 else
   echo "lm-example: this hpctrain has no 'generate' command yet: no sample (a newer build prints one here)"
