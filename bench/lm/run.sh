@@ -16,7 +16,8 @@
 # Usage: bench/lm/run.sh [BUILD_DIR=build] [ROUNDS=3] [STEPS=8] [WARMUP=2]
 # Environment: PYTHON (the peer's interpreter, with torch 2.x, transformers and h5py; default .venv-torch2/bin/python,
 # which scripts/setup-torch2.sh makes), GLOBAL_BATCH (default 8), RESULTS (a JSON-lines file to keep the runs in and
-# append to), MODELS / PRECISIONS / RANKS (default "gpt2 llama", "fp32 bf16", "1 2": a smaller matrix).
+# append to; FIRST_ROUND numbers the rounds of a later invocation after those already there), MODELS / PRECISIONS /
+# RANKS (default "gpt2 llama", "fp32 bf16", "1 2": a smaller matrix).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -105,8 +106,9 @@ precision=sys.argv[2], round=int(sys.argv[3]), peak_rss_kib=int(sys.argv[4])); p
     "$line" "$precision" "$round" "$(cat "$work/rss")" >>"$results"
 }
 
-for round in $(seq "$rounds"); do
-  echo "round $round of $rounds: $(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+first_round=${FIRST_ROUND:-1}
+for round in $(seq "$first_round" $((first_round + rounds - 1))); do
+  echo "round $round of $first_round-$((first_round + rounds - 1)): $(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   for model in "${models[@]}"; do
     for precision in "${precisions[@]}"; do
       for ranks in "${rank_counts[@]}"; do
