@@ -2,8 +2,10 @@
 """Builds the default text-classification corpus from Debian's `fortunes` package.
 
 Each fortune file in /usr/share/games/fortunes/<category> holds entries separated by lines that
-contain only '%'. The category is the label. We take six categories with distinct topics and
-500-1300 entries each: computers, definitions, people, politics, science, songs-poems.
+contain only '%'. The category is the label. By default we take six categories with distinct topics and
+500-1300 entries each: computers, definitions, people, politics, science, songs-poems; `--categories all`
+takes every fortune file (each one with a `.dat` index beside it, sorted by name: the language-model corpus of
+scripts/lm-example.sh).
 Output: JSONL rows {"text": ..., "label": category}, in file order (prep shuffles them).
 Standard library only.
 """
@@ -36,11 +38,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True)
     parser.add_argument("--fortune-dir", default=FORTUNE_DIR)
+    parser.add_argument("--categories", default=",".join(CATEGORIES),
+                        help="comma-separated fortune files, or 'all' (default: the six classification categories)")
     args = parser.parse_args()
+    categories = args.categories.split(",")
+    if args.categories == "all":
+        categories = sorted(name[:-len(".dat")] for name in os.listdir(args.fortune_dir) if name.endswith(".dat")
+                            and os.path.isfile(os.path.join(args.fortune_dir, name[:-len(".dat")])))
     rows = 0
     tmp = args.output + ".tmp"
     with open(tmp, "w", encoding="utf-8") as out:
-        for category in CATEGORIES:
+        for category in categories:
             path = os.path.join(args.fortune_dir, category)
             if not os.path.isfile(path):
                 sys.exit(f"fortunes_to_jsonl: {path} is missing; install Debian's 'fortunes' package")
@@ -48,7 +56,7 @@ def main():
                 out.write(json.dumps({"text": text, "label": category}, ensure_ascii=False) + "\n")
                 rows += 1
     os.replace(tmp, args.output)
-    print(f"fortunes_to_jsonl: wrote {rows} rows in {len(CATEGORIES)} categories to {args.output}")
+    print(f"fortunes_to_jsonl: wrote {rows} rows in {len(categories)} categories to {args.output}")
 
 
 if __name__ == "__main__":
