@@ -65,11 +65,6 @@ perplexity() { python3 -c 'import json, sys; print("%.1f" % json.loads(sys.argv[
 echo "lm-example ($model): validation perplexity $(perplexity "$before") -> $(perplexity "$after"), training ${seconds} s" \
   "on $(nproc) cores (2 ranks x $threads threads; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 
-# A sample from the trained model. `hpctrain generate` is issue 21's item 5: the sample runs as soon as the binary
-# has the command (the test below); until then a note. Its options are the issue's contract.
-prompt="The meaning of life is"
-if "$hpctrain" generate --help >/dev/null 2>&1; then  # GENERATE: the sample line; set to `if true` to force it
-  "$hpctrain" generate --model "$out/final" --prompt "$prompt" --max-new-tokens 60 --temperature 0.8 --top-k 40 --seed 1
-else
-  echo "lm-example: this hpctrain has no 'generate' command yet: no sample (a newer build prints one here)"
-fi
+# A sample from the trained model.
+"$hpctrain" generate --model "$out/final" --prompt "The meaning of life is" --max-new-tokens 60 --temperature 0.8 \
+  --top-k 40 --seed 1
