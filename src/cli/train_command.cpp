@@ -46,9 +46,11 @@ po::options_description model_group(train::TrainOptions& o, Texts& t) {
   g.add_options()
       ("model", po::value(&t.model), "Hugging Face model folder to fine-tune (config.json + model.safetensors)")
       ("model-config", po::value(&o.model_config), "config.json to train from random init, or preset:NAME "
-       "(tiny-distilbert, tiny-bert, cnn, mlp); sizes follow the dataset")
+       "(tiny-distilbert, tiny-bert, cnn, mlp; for a causal-lm dataset from `prep lm`: tiny-gpt2, tiny-llama); sizes "
+       "follow the dataset")
       ("gradient-checkpointing", po::bool_switch(&o.accelerator.gradient_checkpointing), "keep only each transformer layer's input "
-       "and recompute the layer in backward: less activation memory for about one more forward (DistilBERT, BERT)");
+       "and recompute the layer in backward: less activation memory for about one more forward (DistilBERT, BERT, GPT-2, "
+       "Llama, Qwen2)");
   return g;
 }
 
