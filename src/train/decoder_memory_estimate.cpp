@@ -21,9 +21,10 @@ namespace hpctrain::train::detail {
 //   (for the product), and the product (for down_proj): 4 T x F.
 // - The head: the final norm's input and its output (a copy per precision as above), the token ids (int64);
 //   under autocast, bf16 copies of every matrix weight (the tied embedding as the head's) live until their
-//   backward. Then the loss (models::causal_lm_loss_sum): logits [B, L, V] in the forward's dtype, their shifted
-//   fp32 copy [B, L-1, V] and log_softmax's output (kept for backward), all alive at once in forward; in backward
-//   the kept log-probabilities, nll_loss's gradient and log_softmax's gradient (3 x 4 bytes x B (L-1) V). At
+//   backward. Then the loss (models::causal_lm_loss_sum, which shifts the labels, not the logits): logits
+//   [B, L, V] in the forward's dtype, under autocast their fp32 copy (in fp32 none: the logits are used as they
+//   are), and log_softmax's output (kept for backward), all alive at once in forward; in backward the kept
+//   log-probabilities, nll_loss's gradient and log_softmax's gradient (3 x 4 bytes x B L V). At
 //   small D and large V these dominate the step: they are counted beside (not on top of) the layers' backward
 //   temporaries, which come after the loss's tensors are freed.
 // Gradient checkpointing keeps each layer's input (fp32: the residual stream) and recomputes one layer at a time
@@ -76,9 +77,9 @@ int64_t head_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_
 
 int64_t logits_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_t a) {
   const int64_t logits = o.batch_size * o.sequence_length * s.vocab;
-  const int64_t predicted = o.batch_size * (o.sequence_length - 1) * s.vocab;
-  const int64_t forward = logits * a + 2 * predicted * 4;  // logits, their fp32 copy, log-probabilities
-  const int64_t backward = 3 * predicted * 4;              // log-probabilities and two gradients
+  const int64_t fp32_copy = a == 4 ? 0 : logits * 4;
+  const int64_t forward = logits * a + fp32_copy + logits * 4;  // logits, (their fp32 copy), log-probabilities
+  const int64_t backward = 3 * logits * 4;                      // log-probabilities and two gradients
   return std::max(forward, backward);
 }
 

@@ -97,8 +97,9 @@ for model, vocab in (("gpt2", 50257), ("llama", 32000)):
     d = {v: json.load(open(f"{sys.argv[1]}/{model}-{v}.json")) for v in ("fp32", "fp32-ckpt", "bf16", "bf16-ckpt")}
     for precision, a in (("fp32", 4), ("bf16", 2)):
         act = d[precision]["activations"]
-        predicted = 8 * 127 * vocab
-        assert act["logits"] == max(8 * 128 * vocab * a + 2 * predicted * 4, 3 * predicted * 4), (model, act)
+        logits = 8 * 128 * vocab  # the loss reads all L positions (the labels are shifted, not the logits)
+        fp32_copy = 0 if a == 4 else logits * 4
+        assert act["logits"] == max(logits * a + fp32_copy + logits * 4, 3 * logits * 4), (model, act)
         assert d[precision]["bytes"]["activations"] == act["kept"] + act["embeddings_and_head"] + max(
             act["logits"], act["backward_transient"]), act
         ckpt = d[precision + "-ckpt"]["activations"]
