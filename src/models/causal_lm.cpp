@@ -9,8 +9,11 @@
 namespace hpctrain::models {
 
 namespace {
-constexpr int64_t kIgnoreIndex = -100;  // transformers' (and PyTorch's) ignore_index
 }  // namespace
+
+at::Tensor shift_labels(const at::Tensor& labels) {
+  return at::constant_pad_nd(labels.slice(1, 1), {0, 1}, kIgnoreIndex);
+}
 
 TokenLossSum causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labels) {
   HPCTRAIN_CHECK(logits.dim() == 3, "causal LM loss: logits must be [batch, sequence, vocab], got {}",
@@ -24,7 +27,7 @@ TokenLossSum causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labe
   // Position t predicts token t + 1; the last position predicts nothing. The labels are shifted, not the
   // logits (as transformers' ForCausalLMLoss does): slicing [B, L, V] would copy it, and its gradient.
   const at::Tensor flat_logits = logits.to(at::kFloat).reshape({-1, vocab});
-  const at::Tensor shifted_labels = at::constant_pad_nd(labels.slice(1, 1), {0, 1}, kIgnoreIndex).reshape({-1});
+  const at::Tensor shifted_labels = shift_labels(labels).reshape({-1});
   TokenLossSum out;
   out.sum = at::cross_entropy_loss(flat_logits, shifted_labels, {}, at::Reduction::Sum, kIgnoreIndex);
   out.count = shifted_labels.ne(kIgnoreIndex).sum();

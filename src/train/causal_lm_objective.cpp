@@ -29,8 +29,6 @@
 namespace hpctrain::train {
 namespace {
 
-constexpr int64_t kIgnoreIndex = -100;
-
 models::CausalLM& causal_lm(models::Model& model) {
   auto* out = dynamic_cast<models::CausalLM*>(&model);
   HPCTRAIN_CHECK(out != nullptr, "a causal-lm dataset needs a causal language model (gpt2, llama, qwen2), not {}",
@@ -41,7 +39,7 @@ models::CausalLM& causal_lm(models::Model& model) {
 // Note [Causal-LM labels]: input ids, -100 on padding and on the rows `keep` (bool [B]) leaves out.
 at::Tensor token_labels(const loader::Batch& batch, const at::Tensor& keep) {
   const at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
-  return batch.input_ids.masked_fill(trained.logical_not(), kIgnoreIndex);
+  return batch.input_ids.masked_fill(trained.logical_not(), models::kIgnoreIndex);
 }
 
 // The model's inputs on `device`: the mask only when a row is padded (Note [Causal-LM labels]).
@@ -69,13 +67,12 @@ struct RowLosses {
 
 RowLosses row_losses(const at::Tensor& logits, const at::Tensor& labels) {
   const int64_t rows = logits.size(0), length = logits.size(1), vocab = logits.size(2);
-  // Shifted labels, not sliced logits (as causal_lm_loss_sum): position t predicts token t + 1.
-  const at::Tensor shifted = at::constant_pad_nd(labels.slice(1, 1), {0, 1}, kIgnoreIndex).to(logits.device());
+  const at::Tensor shifted = models::shift_labels(labels).to(logits.device());  // position t predicts token t + 1
   const at::Tensor per_token = at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shifted.reshape(-1),
-                                                      {}, at::Reduction::None, kIgnoreIndex);
+                                                      {}, at::Reduction::None, models::kIgnoreIndex);
   RowLosses out;
   out.sum = per_token.view({rows, length}).to(at::kDouble).sum(1).cpu();
-  out.count = shifted.ne(kIgnoreIndex).sum(1).cpu();
+  out.count = shifted.ne(models::kIgnoreIndex).sum(1).cpu();
   return out;
 }
 

@@ -36,11 +36,16 @@ void check_preset_task(const std::string& name, const data::DatasetReader& datas
                  data::to_string(dataset.task()));
 }
 
-// The dataset tokenizer's BOS and EOS ids (prep lm records them) as config.json keys, for generation.
-void set_special_tokens(io::HfConfig& config, const data::DatasetReader& dataset) {
+// A causal-LM preset's config: the vocabulary of the dataset's tokenizer, and its BOS and EOS ids (prep lm
+// records them) as config.json keys, for generation.
+template <typename Config>
+io::HfConfig causal_lm_preset(Config c, const data::DatasetReader& dataset) {
+  c.vocab_size = dataset.vocab_size();
+  io::HfConfig config(c);
   const nlohmann::json& tokenizer = dataset.tokenizer();
   for (const auto& [recorded, key] : {std::pair{"bos_id", "bos_token_id"}, std::pair{"eos_id", "eos_token_id"}})
     if (tokenizer.contains(recorded) && tokenizer[recorded].is_number_integer()) config.set_extra(key, tokenizer[recorded]);
+  return config;
 }
 int64_t square_image_size(const data::DatasetReader& dataset, const std::string& preset) {
   HPCTRAIN_CHECK(!is_text(dataset), "preset '{}' is an image model, but '{}' is a text dataset", preset,
@@ -179,20 +184,14 @@ io::HfConfig preset_config(const std::string& name, const data::DatasetReader& d
   if (name == "tiny-gpt2" || name == "tiny-llama") check_preset_task(name, dataset, data::Task::causal_lm);
   if (name == "tiny-gpt2") {
     io::Gpt2Config c;
-    c.vocab_size = dataset.vocab_size();
     c.n_embd = 128, c.n_layer = 2, c.n_head = 2, c.n_positions = 1024;
-    io::HfConfig config(c);
-    set_special_tokens(config, dataset);
-    return config;
+    return causal_lm_preset(c, dataset);
   }
   if (name == "tiny-llama") {
     io::LlamaConfig c;
-    c.vocab_size = dataset.vocab_size();
     c.hidden_size = 128, c.num_hidden_layers = 2, c.num_attention_heads = 4, c.num_key_value_heads = 2;
     c.intermediate_size = 256, c.max_position_embeddings = 2048;
-    io::HfConfig config(c);
-    set_special_tokens(config, dataset);
-    return config;
+    return causal_lm_preset(c, dataset);
   }
   if (name == "tiny-distilbert") {
     io::DistilBertConfig c;

@@ -22,6 +22,13 @@
 
 namespace hpctrain::models {
 
+// A label that is not predicted (transformers' and PyTorch's ignore_index).
+inline constexpr int64_t kIgnoreIndex = -100;
+
+// The labels each position predicts: labels[:, 1:] and kIgnoreIndex for the last position, [B, L] like the
+// logits, so that the loss reads logits [B, L, V] as they are (slicing them would copy [B, L, V]).
+[[nodiscard]] at::Tensor shift_labels(const at::Tensor& labels);
+
 // A micro-batch's next-token loss as a sum and the number of tokens it is over (Note [Objectives]).
 struct TokenLossSum {
   at::Tensor sum;    // float32 scalar (with grad): cross-entropy summed over the predicted tokens
