@@ -16,7 +16,9 @@ assert sizes == [1024, 4096, 16384, 65536], sizes
 for s in c["sizes"]:
     assert 0 < s["min_s"] <= s["median_s"] <= s["max_s"] and s["repetitions"] == 10, s
     assert abs(s["algorithm_gbps"] - 8 * s["bytes"] / s["median_s"] / 1e9) < 1e-6 * s["algorithm_gbps"]
-assert c["sizes"][-1]["median_s"] > c["sizes"][0]["median_s"], "64 KiB is not slower than 1 KiB"
+# The fastest of the 10 repetitions: a median of microsecond collectives on an oversubscribed, busy machine is
+# mostly preemption (a fresh-clone run beside a build once saw 64 KiB's median below 1 KiB's).
+assert c["sizes"][-1]["min_s"] > c["sizes"][0]["min_s"], "64 KiB is not slower than 1 KiB"
 f = c["fit"]
 assert f["alpha_s"] > 0 and f["beta_s_per_byte"] > 0, f
 assert 1e-7 < f["alpha_s"] < 0.1, f  # seconds, not us or ns (shared memory gives microseconds when idle, ms under load)
