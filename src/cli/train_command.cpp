@@ -126,6 +126,9 @@ po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
        "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
       ("local-sgd-steps", po::value(&o.accelerator.local_sgd_steps)->default_value(0), "Local SGD: no gradient allreduce; "
        "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off")
+      ("zero-stage", po::value(&o.accelerator.zero_stage)->default_value(0), "ZeRO: 0 every rank holds everything; "
+       "1 optimizer state sharded over the ranks (gradients reduce-scattered, parameters all-gathered: no more bytes "
+       "than an allreduce); 2 gradients sharded too. The same weights as 0; checkpoints resume at any stage and rank count")
       ("grad-reduce-dtype",
        po::value(&t.grad_reduce_dtype)->default_value(std::string(train::to_string(o.accelerator.grad_reduce_dtype))),
        "fp32 | bf16: the dtype gradients travel in while the ranks average them (bf16: half the bytes, rounded to "

@@ -14,6 +14,7 @@
 #include "bucket_place.hpp"
 #include "comm_thread.hpp"
 #include "copy_fence.hpp"
+#include "zero_reduce.hpp"
 #include "hpctrain/compat/current_device.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/span.hpp"
@@ -132,6 +133,12 @@ struct FlatBuffer {
   int64_t rows = 0;        // > 0: the gradients are one [rows, grad_numel / rows] matrix reduced by rows
   double seconds = 0;      // time of the last reduction (written by whoever reduced it)
   int64_t bytes = 0;       // bytes passed to allreduce by the last reduction
+  // ZeRO (Note [ZeRO gradient reduction]): defined = reduce-scatter the first `padded` values into `slice`
+  at::Tensor slice;
+  int64_t padded = 0;
+  bool release = false;       // stage 2: drop `values` once reduced (allocated again by the next step's first write)
+  at::TensorOptions options;  // of `values`, to allocate it again
+  int64_t total = 0;          // numel of `values` (gradients, padding, flags)
 };
 
 // Whether two tensors are the same elements of the same memory (a .grad that already is its bucket slice).
@@ -223,11 +230,15 @@ bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer, const Fence& fence) {
 void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std::size_t bucket, const Fence& fence) {
   span::Span reduction(what, "communication", static_cast<int64_t>(bucket));
   buffer.bytes = 0;
-  if (buffer.rows == 0 || !reduce_rows(comm, buffer, fence)) {
+  if (buffer.slice.defined()) {  // Note [ZeRO gradient reduction]
+    buffer.bytes = reduce_scatter_mean(comm, buffer.values.narrow(0, 0, buffer.padded), buffer.slice, buffer.wire,
+                                       buffer.packed, fence);
+  } else if (buffer.rows == 0 || !reduce_rows(comm, buffer, fence)) {
     buffer.bytes += allreduce_sum_as(comm, buffer.values, buffer.wire, buffer.packed, fence);
     if (comm.world_size() > 1) buffer.values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
   }
   fence(buffer.values);
+  if (buffer.release && buffer.values.numel() == buffer.padded) buffer.values = at::Tensor();  // stage 2, no flags
   buffer.seconds = reduction.stop();
 }
 
@@ -286,6 +297,11 @@ struct GradientReducer::Impl {
   void reset_step();
   std::string unused_warning();
   void average_parameters();
+  void enable_zero(int stage, const std::vector<int64_t>& alignments);
+  void allgather_parameters();
+  at::Tensor& bucket_values(std::size_t bucket) const;
+  void release_launched_grads(std::size_t firing);
+  void reduce_zero_flags();
 
   std::shared_ptr<dist::Comm> comm;  // private duplicate; see Note [Bucket order]
   Fence fence;                       // Note [Fenced collectives]
@@ -305,6 +321,9 @@ struct GradientReducer::Impl {
   std::vector<std::string> unused_last_step;
   std::string pending_warnings;
   ReducerStats last_step, total;
+  int zero_stage = 0;                    // Note [ZeRO gradient reduction]
+  std::vector<GradientReducer::Shard> shards;  // ZeRO: this rank's segment of each parameter
+  std::vector<std::size_t> grads_to_release;   // stage 2: parameters of launched buckets whose .grad can go
   mutable std::mutex mutex;       // hooks may run on autograd's device threads
   std::unique_ptr<CommThread> comm_thread;  // last: destroyed (joined) first
 };
@@ -352,8 +371,9 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     bucket.buffer->wire = options.wire_dtype;
     const bool is_last = b + 1 == assignment.size();
     const at::ScalarType dtype = reduction_dtype(params[bucket.params.front()].param.scalar_type());
-    bucket.buffer->values = at::zeros({numel + (is_last ? static_cast<int64_t>(late_flags) : 0)},
-                                      bucket_place.dtype(dtype));
+    bucket.buffer->options = bucket_place.dtype(dtype);
+    bucket.buffer->total = numel + (is_last ? static_cast<int64_t>(late_flags) : 0);
+    bucket.buffer->values = at::zeros({bucket.buffer->total}, bucket.buffer->options);
     const at::Tensor& only = params[bucket.params.front()].param;
     if (bucket_place.device().is_cpu() && bucket.params.size() == 1 && only.dim() == 2 && only.size(0) >= kRowSparseMinRows &&
         only.size(0) >= 8 * only.size(1)) {
@@ -388,7 +408,14 @@ void GradientReducer::Impl::place_buckets() {
 }
 
 at::Tensor GradientReducer::Impl::slot_view(const ParamSlot& slot) const {
-  return buckets[slot.bucket].buffer->values.narrow(0, slot.offset, slot.param.numel()).view(slot.param.sizes());
+  return bucket_values(slot.bucket).narrow(0, slot.offset, slot.param.numel()).view(slot.param.sizes());
+}
+
+// A bucket's buffer; under ZeRO stage 2 allocated again (zeros: the padding must stay 0) when it was released.
+at::Tensor& GradientReducer::Impl::bucket_values(std::size_t bucket) const {
+  FlatBuffer& buffer = *buckets[bucket].buffer;
+  if (!buffer.values.defined()) buffer.values = at::zeros({buffer.total}, buffer.options);
+  return buffer.values;
 }
 
 // First gradient of a step: the slot starts from the local .grad (accumulated micro-batches, or a previous
@@ -416,6 +443,7 @@ void GradientReducer::Impl::on_gradient(std::size_t index, const at::Tensor& gra
                  slot.name);
   if (!step_active) copied_back.wait();  // the first write into the buckets this step
   step_active = true;
+  if (zero_stage == 2) release_launched_grads(index);
   if (buckets[slot.bucket].launched) {  // see "Late gradients" in Note [Bucket order]
     if (grad.defined()) {
       const at::Tensor moved = grad.to(bucket_place.device(), reduction_dtype(grad.scalar_type()));
@@ -446,6 +474,7 @@ void GradientReducer::Impl::launch(std::size_t bucket_index) {
   BucketState& bucket = buckets[bucket_index];
   bucket.launched = true;
   bucket.filled->record(device);  // after every copy into the bucket (Note [Device buckets])
+  if (zero_stage == 2) grads_to_release.insert(grads_to_release.end(), bucket.params.begin(), bucket.params.end());
   if (!overlap) {
     bucket.filled->wait();
     reduce_in_place(*comm, *bucket.buffer, "allreduce", bucket_index, fence);
@@ -484,15 +513,21 @@ void GradientReducer::Impl::reduce_late_gradients() {
   for (std::size_t b = 0; b < late_flags; ++b) {
     if (flag[b] == 0) continue;
     FlatBuffer late;
-    late.values = at::zeros_like(buckets[b].buffer->values);
-    late.grad_numel = buckets[b].buffer->grad_numel;
-    late.wire = buckets[b].buffer->wire;
+    const FlatBuffer& reduced = *buckets[b].buffer;
+    late.values = at::zeros({reduced.grad_numel}, reduced.options);
+    late.grad_numel = reduced.grad_numel;
+    late.wire = reduced.wire;
+    late.padded = reduced.padded;
+    if (reduced.slice.defined()) late.slice = at::zeros_like(reduced.slice);
     for (std::size_t index : buckets[b].params) {
       const ParamSlot& slot = params[index];
       if (slot.late.defined()) late.values.narrow(0, slot.offset, slot.param.numel()).copy_(slot.late.reshape(-1));
     }
     reduce_in_place(*comm, late, "late allreduce", b, fence);
-    buckets[b].buffer->values.add_(late.values);
+    if (late.slice.defined())
+      buckets[b].buffer->slice.add_(late.slice);
+    else
+      buckets[b].buffer->values.add_(late.values);
     last_step.bytes_reduced += late.bytes;
     last_step.allreduce_seconds += late.seconds;
   }
@@ -579,10 +614,18 @@ std::string GradientReducer::Impl::finalize() {
     last_step.bytes_reduced += bucket.buffer->bytes;
     last_step.allreduce_seconds += bucket.buffer->seconds;
   }
+  if (zero_stage > 0) reduce_zero_flags();
   reduce_late_gradients();
   last_step.exposed_seconds = exposed.stop();
 
-  write_averages_to_grads();
+  if (zero_stage > 0) {  // the averages are in the slices; every .grad (autograd's last gradient) goes
+    for (ParamSlot& slot : params) slot.param.mutable_grad() = at::Tensor();
+    grads_to_release.clear();
+    if (zero_stage == 2)
+      for (BucketState& bucket : buckets) bucket.buffer->values = at::Tensor();
+  } else {
+    write_averages_to_grads();
+  }
   warnings += unused_warning();
   reset_step();
   total.steps += 1;
@@ -595,6 +638,8 @@ std::string GradientReducer::Impl::finalize() {
 // Note [Local SGD]
 void GradientReducer::Impl::average_parameters() {
   std::lock_guard<std::mutex> lock(mutex);
+  HPCTRAIN_CHECK(zero_stage == 0, "GradientReducer::average_parameters (Local SGD) with ZeRO stage {}: not supported",
+                 zero_stage);
   HPCTRAIN_CHECK(!step_active, "GradientReducer::average_parameters: called between a synced backward and its "
                  "finalize(); call it between optimizer steps");
   at::NoGradGuard no_grad;
@@ -612,6 +657,94 @@ void GradientReducer::Impl::average_parameters() {
     if (comm->world_size() > 1) sums.div_(comm->world_size());
     fence(sums);
     for (std::size_t index : bucket.params) params[index].param.copy_(slot_view(params[index]));
+  }
+}
+
+// Note [ZeRO gradient reduction]
+// With ZeRO (enable_zero; layout: Note [ZeRO slices] in src/dist/zero_slices.cpp) each bucket is
+// reduce-scattered instead of allreduced, on the same communication thread, in the same order, overlapping
+// backward as before (Note [Bucket order]); with --grad-reduce-dtype bf16 it is packed and summed with the
+// same bf16 operation, so each slice has the bits stage 0's allreduce gives those elements. Row-sparse
+// reduction is off (a dense reduce-scatter). The late-gradient flags get an allreduce of their own after
+// the last bucket (they cannot ride in a bucket every rank receives only a slice of). After finalize() the
+// averages exist only as this rank's slices (gradient_slices(), one per bucket, 1/world_size of it): .grad
+// is left undefined. What the buckets hold during backward:
+//   stage 1: every bucket buffer is allocated once and kept (full size, as stage 0's), and between steps it
+//            carries allgather_parameters()' parameter values;
+//   stage 2: a bucket's buffer exists from the first gradient copied into it in a step until its
+//            reduce-scatter ends (the communication thread drops it; finalize() drops the last ones), so at
+//            any time only the buckets being filled or in flight hold memory; allgather_parameters() borrows
+//            one bucket at a time. Autograd's own per-parameter gradient (.grad after AccumulateGrad) is
+//            dropped at the next hook once its bucket is launched (on one device the engine runs hooks and
+//            AccumulateGrad in order), so full-size gradients do not pile up during backward either.
+// Gradient accumulation is unchanged: micro-batches with sync off accumulate in .grad locally (full size),
+// and the synced backward folds that into its bucket.
+void GradientReducer::Impl::enable_zero(int stage, const std::vector<int64_t>& alignments) {
+  std::lock_guard<std::mutex> lock(mutex);
+  HPCTRAIN_CHECK(stage == 1 || stage == 2, "GradientReducer::enable_zero: stage {}: expected 1 or 2", stage);
+  HPCTRAIN_CHECK(!step_active && zero_stage == 0, "GradientReducer::enable_zero: call once, before the first backward");
+  HPCTRAIN_CHECK(place != BucketPlace::none && comm->world_size() > 1,
+                 "GradientReducer::enable_zero: needs more than one rank (world_size {})", comm->world_size());
+  HPCTRAIN_CHECK(alignments.size() == params.size(), "GradientReducer::enable_zero: {} alignments for {} parameters",
+                 alignments.size(), params.size());
+  zero_stage = stage;
+  shards.assign(params.size(), GradientReducer::Shard{});
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    std::vector<int64_t> numels, aligns;
+    for (std::size_t index : buckets[b].params) {
+      numels.push_back(params[index].param.numel());
+      aligns.push_back(alignments[index]);
+    }
+    const dist::ZeroBucketLayout layout = dist::zero_bucket_layout(numels, aligns, comm->world_size());
+    const std::vector<dist::ZeroSegment> segments = dist::zero_segments(layout, numels, comm->rank());
+    for (std::size_t i = 0; i < buckets[b].params.size(); ++i) {
+      const std::size_t index = buckets[b].params[i];
+      params[index].offset = layout.offsets[i];
+      shards[index] = GradientReducer::Shard{b, segments[i]};
+    }
+    FlatBuffer& buffer = *buckets[b].buffer;
+    buffer.rows = 0;  // dense: Note [ZeRO gradient reduction]
+    buffer.grad_numel = buffer.padded = layout.padded_numel;
+    buffer.total = layout.padded_numel + (b + 1 == buckets.size() ? static_cast<int64_t>(late_flags) : 0);
+    buffer.slice = at::zeros({layout.slice_numel}, buffer.options);
+    buffer.release = stage == 2;
+    buffer.values = stage == 2 ? at::Tensor() : at::zeros({buffer.total}, buffer.options);
+  }
+}
+
+// Stage 2: the .grad autograd left on parameters of launched buckets (their gradients are in the buckets).
+void GradientReducer::Impl::release_launched_grads(std::size_t firing) {
+  for (std::size_t index : grads_to_release)
+    if (index != firing) params[index].param.mutable_grad() = at::Tensor();
+  grads_to_release.clear();
+}
+
+// ZeRO: the late-gradient flags, which stage 0 sends inside the last bucket, summed on their own.
+void GradientReducer::Impl::reduce_zero_flags() {
+  if (late_flags == 0) return;
+  const FlatBuffer& last = *buckets.back().buffer;
+  const at::Tensor flags = last.values.narrow(0, last.padded, static_cast<int64_t>(late_flags));
+  allreduce_sum(*comm, flags, fence);
+  last_step.bytes_reduced += flags.nbytes();
+}
+
+void GradientReducer::Impl::allgather_parameters() {
+  std::lock_guard<std::mutex> lock(mutex);
+  HPCTRAIN_CHECK(zero_stage > 0 && !step_active, "GradientReducer::allgather_parameters: needs ZeRO, between steps");
+  at::NoGradGuard no_grad;
+  copied_back.wait();
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const at::Tensor values = bucket_values(b);
+    for (std::size_t index : buckets[b].params) {
+      const ParamSlot& slot = params[index];
+      const dist::ZeroSegment& own = shards[index].segment;
+      if (own.numel() == 0) continue;
+      values.narrow(0, slot.offset + own.begin, own.numel())
+          .copy_(slot.param.detach().reshape(-1).narrow(0, own.begin, own.numel()));
+    }
+    allgather_slices(*comm, values.narrow(0, 0, buckets[b].buffer->padded), fence);
+    for (std::size_t index : buckets[b].params) params[index].param.detach().copy_(slot_view(params[index]));
+    if (zero_stage == 2) buckets[b].buffer->values = at::Tensor();
   }
 }
 
@@ -634,6 +767,25 @@ void GradientReducer::set_sync(bool sync) {
 bool GradientReducer::sync() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->sync;
+}
+
+void GradientReducer::enable_zero(int stage, const std::vector<int64_t>& alignments) {
+  impl_->enable_zero(stage, alignments);
+}
+int GradientReducer::zero_stage() const { return impl_->zero_stage; }
+void GradientReducer::allgather_parameters() { impl_->allgather_parameters(); }
+const std::vector<GradientReducer::Shard>& GradientReducer::shards() const { return impl_->shards; }
+
+std::vector<at::Tensor> GradientReducer::parameters() const {
+  std::vector<at::Tensor> out;
+  for (const ParamSlot& slot : impl_->params) out.push_back(slot.param);
+  return out;
+}
+
+std::vector<at::Tensor> GradientReducer::gradient_slices() const {
+  std::vector<at::Tensor> out;
+  for (const BucketState& bucket : impl_->buckets) out.push_back(bucket.buffer->slice);
+  return out;
 }
 
 bool GradientReducer::overlap() const { return impl_->overlap; }

@@ -62,8 +62,26 @@ void run_abort_cleanups() noexcept {
   g_cleanups.clear();
 }
 
+void Comm::reduce_scatter(const void*, void*, std::size_t, DType, ReduceOp) {
+  fail("this communicator (world_size {}) has no reduce-scatter (needed by --zero-stage 1 and 2)", world_size());
+}
+
+void Comm::allgather_in_place(void*, std::size_t) {
+  fail("this communicator (world_size {}) has no in-place all-gather (needed by --zero-stage 1 and 2)", world_size());
+}
+
 std::unique_ptr<Comm> Comm::duplicate() {
   fail("this communicator (world_size {}) cannot be duplicated", world_size());
+}
+
+std::size_t size_of(DType dtype) {
+  switch (dtype) {
+    case DType::u8: return 1;
+    case DType::bf16: return 2;
+    case DType::i32: case DType::f32: return 4;
+    case DType::i64: case DType::f64: return 8;
+  }
+  return 1;
 }
 
 namespace {
@@ -79,6 +97,10 @@ class SingleProcessComm final : public Comm {
   void allgather(const void* data, std::size_t bytes, void* out) override {
     if (bytes > 0) std::memcpy(out, data, bytes);
   }
+  void reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp) override {
+    if (count > 0 && send != recv) std::memmove(recv, send, count * size_of(dtype));
+  }
+  void allgather_in_place(void*, std::size_t) override {}
   [[noreturn]] void abort(int exit_code) override { std::_Exit(exit_code); }
   std::unique_ptr<Comm> duplicate() override { return std::make_unique<SingleProcessComm>(); }
 };

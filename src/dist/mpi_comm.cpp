@@ -104,15 +104,6 @@ MPI_Op to_mpi(ReduceOp op, DType dtype) {
   return MPI_SUM;
 }
 
-std::size_t size_of(DType dtype) {
-  switch (dtype) {
-    case DType::u8: return 1;
-    case DType::bf16: return 2;
-    case DType::i32: case DType::f32: return 4;
-    case DType::i64: case DType::f64: return 8;
-  }
-  return 1;
-}
 
 ThreadLevel to_thread_level(int provided) {
   if (provided >= MPI_THREAD_MULTIPLE) return ThreadLevel::multiple;
@@ -272,6 +263,20 @@ class MpiComm final : public Comm {
     Tracked tracked(slot_, stall::Kind::allgather);
     count_bytes(bytes);
     HPCTRAIN_MPI_CHECK(MPI_Allgather(data, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, comm_));
+  }
+
+  void reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op) override {
+    HPCTRAIN_CHECK(count <= kMaxCount, "reduce-scatter of {} elements per rank exceeds INT_MAX", count);
+    Tracked tracked(slot_, stall::Kind::allreduce);
+    count_bytes(count * size_of(dtype) * static_cast<std::size_t>(world_size_) / 2);  // see Comm::bytes_sent
+    HPCTRAIN_MPI_CHECK(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), to_mpi(dtype), to_mpi(op, dtype), comm_));
+  }
+
+  void allgather_in_place(void* data, std::size_t bytes) override {
+    HPCTRAIN_CHECK(bytes <= kMaxCount, "allgather of {} bytes per rank exceeds INT_MAX", bytes);
+    Tracked tracked(slot_, stall::Kind::allgather);
+    count_bytes(bytes);
+    HPCTRAIN_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, static_cast<int>(bytes), MPI_BYTE, comm_));
   }
 
   [[noreturn]] void abort(int exit_code) override {

@@ -79,14 +79,20 @@ void check_parameter(const std::string& name, const at::Tensor& param) {
 }  // namespace
 
 AdamW8bit::AdamW8bit(std::vector<ParameterGroup> groups, AdamW8bitOptions options)
+    : AdamW8bit(std::move(groups), options, {}) {}
+
+AdamW8bit::AdamW8bit(std::vector<ParameterGroup> groups, AdamW8bitOptions options, const std::vector<int64_t>& full_numels)
     : Optimizer(std::move(groups)), options_(options) {
-  for (const Parameter& p : parameters()) {
+  HPCTRAIN_CHECK(full_numels.empty() || full_numels.size() == parameters().size(),
+                 "8-bit AdamW: {} whole-parameter sizes for {} tensors", full_numels.size(), parameters().size());
+  for (std::size_t i = 0; i < parameters().size(); ++i) {
+    const Parameter& p = parameters()[i];
     check_parameter(p.name, p.tensor);
     Slot slot;
     slot.name = p.name;
     slot.param = p.tensor;
     slot.weight_decay = p.weight_decay;
-    const bool quantized = p.tensor.numel() >= options_.min_8bit_size;
+    const bool quantized = (full_numels.empty() ? p.tensor.numel() : full_numels[i]) >= options_.min_8bit_size;
     const at::ScalarType dtype = quantized ? at::kByte : at::kFloat;
     // Zero codes with absmax 0 dequantize to 0, as bitsandbytes initializes its state.
     slot.exp_avg = at::zeros(p.tensor.sizes(), p.tensor.options().dtype(dtype));

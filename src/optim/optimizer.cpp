@@ -74,12 +74,16 @@ int64_t Optimizer::state_bytes() const {
 void Optimizer::load_state_dict(const OptimizerState& state) {
   check_state_dict(state, "optimizer state");
   at::NoGradGuard no_grad;
+  copy_state(state);
+  steps_ = state.at("step").item<int64_t>();
+  state_loaded();
+}
+
+void Optimizer::copy_state(const OptimizerState& state) {
   for (const auto& [name, tensor] : state_tensors()) {
     at::Tensor into = tensor;
     into.copy_(state.at(name));
   }
-  steps_ = state.at("step").item<int64_t>();
-  state_loaded();
 }
 
 // Note [Optimizer state checks]
@@ -122,7 +126,7 @@ std::string value_problem(const std::string& name, const at::Tensor& tensor, boo
 }  // namespace
 
 void Optimizer::check_state_dict(const OptimizerState& state, const std::string& source) const {
-  const OptimizerState expected = state_dict();
+  const OptimizerState expected = state_layout();
   const std::set<std::string> magnitudes = non_negative_state();
   std::vector<std::string> problems;
   for (const auto& [name, tensor] : expected) {
@@ -164,7 +168,11 @@ std::map<std::string, std::string> optimizer_file_metadata(const Optimizer& opti
 }
 
 void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer) {
-  const models::HostViews host = models::host_views(optimizer.state_dict());
+  save_optimizer_file(path, optimizer, optimizer.state_dict());
+}
+
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, const OptimizerState& state) {
+  const models::HostViews host = models::host_views(state);
   io::save_safetensors(path, host.views, optimizer_file_metadata(optimizer));
 }
 

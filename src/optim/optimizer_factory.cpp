@@ -10,6 +10,7 @@
 #include "hpctrain/optim/adafactor.hpp"
 #include "hpctrain/optim/adamw.hpp"
 #include "hpctrain/optim/adamw_8bit.hpp"
+#include "hpctrain/optim/blockwise_quant.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/optim/sgd.hpp"
 
@@ -91,10 +92,13 @@ int64_t adafactor_state_bytes(const OptimizerOptions& o, const std::vector<int64
 }
 
 // ---- adamw_bnb_8bit (bitsandbytes' AdamW8bit; the same options as adamw_torch) ----
-std::unique_ptr<Optimizer> make_adamw_8bit(const OptimizerOptions& o, Groups groups) {
+AdamW8bitOptions adamw_8bit_options(const OptimizerOptions& o) {
   AdamW8bitOptions adamw;
   adamw.beta1 = o.adam_beta1, adamw.beta2 = o.adam_beta2, adamw.eps = o.adam_epsilon;
-  return std::make_unique<AdamW8bit>(std::move(groups), adamw);
+  return adamw;
+}
+std::unique_ptr<Optimizer> make_adamw_8bit(const OptimizerOptions& o, Groups groups) {
+  return std::make_unique<AdamW8bit>(std::move(groups), adamw_8bit_options(o));
 }
 int64_t adamw_8bit_state_bytes(const OptimizerOptions&, const std::vector<int64_t>& shape) {
   return AdamW8bit::state_bytes_for(numel(shape), AdamW8bitOptions{});
@@ -150,6 +154,22 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const
   const OptimizerEntry& entry = find_entry(options.optim);
   entry.check(options);
   return entry.make(options, weight_decay_groups(named, options.weight_decay));
+}
+
+int64_t segment_alignment(const OptimizerOptions& options, int64_t numel) {
+  const bool quantized = find_entry(options.optim).name == "adamw_bnb_8bit" && numel >= AdamW8bitOptions{}.min_8bit_size;
+  return quantized ? quant::kBlockSize : 1;
+}
+
+std::unique_ptr<Optimizer> make_segment_optimizer(const OptimizerOptions& options, std::vector<ParameterGroup> groups,
+                                                  const std::vector<int64_t>& full_numels) {
+  const OptimizerEntry& entry = find_entry(options.optim);
+  HPCTRAIN_CHECK(entry.name != "adafactor", "--optim adafactor with --zero-stage 1 or 2 is not supported: Adafactor's "
+                 "factored second moment needs whole matrices, and ZeRO gives each rank a slice\n  hint: use --optim "
+                 "adamw_torch, adamw_bnb_8bit or sgd, or --zero-stage 0");
+  entry.check(options);
+  if (entry.name != "adamw_bnb_8bit") return entry.make(options, std::move(groups));
+  return std::make_unique<AdamW8bit>(std::move(groups), adamw_8bit_options(options), full_numels);
 }
 
 int64_t optimizer_state_bytes(const OptimizerOptions& options, const std::vector<int64_t>& shape) {

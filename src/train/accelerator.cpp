@@ -8,6 +8,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <sstream>
 
@@ -26,6 +27,7 @@
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/threads.hpp"
+#include "hpctrain/train/zero_optimizer.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -80,6 +82,12 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   HPCTRAIN_CHECK(options_.gradient_accumulation_steps >= 1, "gradient_accumulation_steps {}: expected >= 1",
                  options_.gradient_accumulation_steps);
   HPCTRAIN_CHECK(options_.local_sgd_steps >= 0, "local_sgd_steps {}: expected >= 0 (0 = off)", options_.local_sgd_steps);
+  HPCTRAIN_CHECK(options_.zero_stage >= 0 && options_.zero_stage <= 2, "--zero-stage {}: expected 0, 1 or 2",
+                 options_.zero_stage);
+  HPCTRAIN_CHECK(options_.zero_stage == 0 || options_.local_sgd_steps == 0, "--local-sgd-steps {} with --zero-stage {} "
+                 "is not supported: Local SGD keeps a whole optimizer per rank and averages parameters, ZeRO shards the "
+                 "optimizer over ranks that step together\n  hint: drop one of the two options", options_.local_sgd_steps,
+                 options_.zero_stage);
   comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = apply_threads(options_.threads, comm_.local_size());  // warns when far too many
   device_ = select_device(options_.device, comm_);
@@ -114,6 +122,29 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
   if (options_.local_sgd_steps > 0) reducer_->set_sync(false);  // Note [Local SGD]: no gradient averaging
   if (options_.gradient_checkpointing) enable_gradient_checkpointing(model);
   model_ = &model;
+}
+
+std::unique_ptr<optim::Optimizer> Accelerator::make_optimizer(const optim::OptimizerOptions& options,
+                                                              const optim::NamedParameters& named) {
+  std::unique_ptr<optim::Optimizer> made;
+  if (!zero_active()) {
+    if (options_.zero_stage > 0) log::info("--zero-stage {}: one rank, nothing to shard (runs as stage 0)", options_.zero_stage);
+    made = optim::make_optimizer(options, named);
+  } else {
+    std::vector<int64_t> alignments;  // Note [ZeRO slices]
+    for (const at::Tensor& param : reducer().parameters()) alignments.push_back(optim::segment_alignment(options, param.numel()));
+    reducer().enable_zero(options_.zero_stage, alignments);
+    auto zero = std::make_unique<ZeroOptimizer>(
+        comm_, reducer(), optim::weight_decay_groups(named, options.weight_decay),
+        [&](std::vector<optim::ParameterGroup> groups, const std::vector<int64_t>& numels) {
+          return optim::make_segment_optimizer(options, std::move(groups), numels);
+        });
+    log::info("ZeRO stage {}: this rank keeps {} of {} optimizer-state bytes", options_.zero_stage, zero->state_bytes(),
+              zero->whole_state_bytes());
+    made = std::move(zero);
+  }
+  register_optimizer(*made);
+  return made;
 }
 
 std::unique_ptr<loader::ShardLoader> Accelerator::prepare_data(const fs::path& file, loader::LoaderOptions options) {
@@ -189,6 +220,8 @@ void Accelerator::synchronize_parameters() {
 // unscales only after a synced micro-batch. Local SGD without a gradient allreduce needs the flag in its
 // own reduction.
 bool Accelerator::unscale_gradients() {
+  HPCTRAIN_CHECK(!zero_active(), "Accelerator::unscale_gradients with --zero-stage {}: the gradients are sharded; "
+                 "optimizer_step() unscales them", options_.zero_stage);
   const DynamicLossScaler* scaler = precision_.scaler();
   if (scaler == nullptr || unscaled_) return found_inf_;
   at::NoGradGuard no_grad;
@@ -217,6 +250,8 @@ std::optional<double> Accelerator::loss_scale() const {
 }
 
 double Accelerator::clip_grad_norm(double max_norm) {
+  HPCTRAIN_CHECK(!zero_active(), "Accelerator::clip_grad_norm with --zero-stage {}: the gradients are sharded; "
+                 "optimizer_step(lr, max_grad_norm) clips them", options_.zero_stage);
   (void)unscale_gradients();  // clipping sees unscaled gradients (Accelerate's clip_grad_norm_)
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> norms;
@@ -238,12 +273,40 @@ double Accelerator::clip_grad_norm(double max_norm) {
 StepOutcome Accelerator::optimizer_step(double lr, double max_grad_norm) {
   HPCTRAIN_CHECK(optimizer_ != nullptr, "Accelerator::optimizer_step: no optimizer registered (prepare() or "
                  "register_optimizer() first)");
+  if (zero_active()) return zero_step(lr, max_grad_norm);
   StepOutcome outcome;
   outcome.lr = lr;
   if (unscale_gradients()) {  // Note [Found-inf agreement]: the same on every rank
     outcome.result = StepOutcome::Result::skipped_overflow;
   } else {
     outcome.grad_norm = clip_grad_norm(max_grad_norm);
+    optimizer_->step(lr);
+  }
+  update_loss_scale();
+  zero_grad();
+  outcome.loss_scale = loss_scale();
+  return outcome;
+}
+
+// Note [The step protocol] with ZeRO: the ranks agree on overflow through the one allreduce of the global
+// sum of squares (computed in float64, so only an inf or NaN gradient makes it non-finite), instead of
+// Note [Found-inf agreement]'s replicated gradients, which no rank has any more.
+StepOutcome Accelerator::zero_step(double lr, double max_grad_norm) {
+  auto* zero = dynamic_cast<ZeroOptimizer*>(optimizer_);
+  HPCTRAIN_CHECK(zero != nullptr, "Accelerator::optimizer_step with --zero-stage {}: the registered optimizer is not "
+                 "sharded; build it with Accelerator::make_optimizer", options_.zero_stage);
+  StepOutcome outcome;
+  outcome.lr = lr;
+  const DynamicLossScaler* scaler = precision_.scaler();
+  const double squares = zero->unscaled_sum_of_squares(scaler != nullptr ? 1.0 / scaler->scale() : 1.0);
+  unscaled_ = scaler != nullptr;
+  found_inf_ = scaler != nullptr && !std::isfinite(squares);
+  if (found_inf_) {
+    outcome.result = StepOutcome::Result::skipped_overflow;
+  } else {
+    outcome.grad_norm = std::sqrt(squares);
+    const double coefficient = max_grad_norm / (outcome.grad_norm + 1e-6);  // as clip_grad_norm
+    if (max_grad_norm > 0 && coefficient < 1.0) zero->scale_gradients(coefficient);
     optimizer_->step(lr);
   }
   update_loss_scale();
@@ -296,6 +359,8 @@ void Accelerator::seed_step(int64_t step, int64_t micro_batch) {
 
 void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_state) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::save_state: no model prepared");
+  const auto* zero = dynamic_cast<const ZeroOptimizer*>(optimizer_);
+  const optim::OptimizerState gathered = zero != nullptr ? zero->gather_state() : optim::OptimizerState{};  // Note [ZeRO checkpoints]
   // Every rank learns the outcome: no rank runs ahead of a failed save.
   dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
     if (!comm_.is_main_process()) return;
@@ -304,7 +369,10 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
         models::write_pretrained_files(*known, tmp, tokenizer_files_);
       else
         models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-      if (optimizer_ != nullptr) optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
+      if (zero != nullptr)
+        optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_, gathered);
+      else if (optimizer_ != nullptr)
+        optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
       if (const DynamicLossScaler* scaler = precision_.scaler())
         write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
       if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");

@@ -258,8 +258,7 @@ void Run::build(const ResumePoint& resume) {
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
-  optimizer = optim::make_optimizer(options.optimizer, setup.model->named_parameters().pairs());
-  acc.register_optimizer(*optimizer);
+  optimizer = acc.make_optimizer(options.optimizer, setup.model->named_parameters().pairs());  // ZeRO: sharded
   if (resume.state) {
     acc.load_tensors(resume.dir);  // verified by find_resume_point
     state = *resume.state;

@@ -15,6 +15,7 @@
 #include "hpctrain/ddp/named_tensors.hpp"
 #include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/dist/zero_slices.hpp"
 
 namespace hpctrain::ddp {
 
@@ -68,6 +69,28 @@ class GradientReducer {
   // same buckets and order on every rank). Call between steps (sync off, or after finalize()). A .grad
   // that is a view of a bucket (Note [Gradients as bucket views]) is copied out first and keeps its values.
   void average_parameters();
+
+  // ---- ZeRO (Note [ZeRO slices] in src/dist/zero_slices.cpp, Note [ZeRO gradient reduction]) ----
+  // Switches to sharded reduction: buckets are laid out again (parameter i starts at a multiple of
+  // alignments[i] elements, registration order) and reduce-scattered; after a synced finalize() .grad is
+  // undefined and this rank's averaged slices are gradient_slices(). Stage 2 also frees each bucket's buffer
+  // once it is reduced. Call before the first backward, with world_size > 1. Not collective.
+  void enable_zero(int stage, const std::vector<int64_t>& alignments);
+  [[nodiscard]] int zero_stage() const;
+  // The registered parameters, in registration order.
+  [[nodiscard]] std::vector<at::Tensor> parameters() const;
+  // With ZeRO: this rank's segment of parameter i (registration order) and the bucket holding it.
+  struct Shard {
+    std::size_t bucket = 0;
+    dist::ZeroSegment segment;
+  };
+  [[nodiscard]] const std::vector<Shard>& shards() const;
+  // With ZeRO, after a synced finalize(): this rank's averaged slice of every bucket (1-D; padding is 0).
+  // Valid until the next synced backward.
+  [[nodiscard]] std::vector<at::Tensor> gradient_slices() const;
+  // Collective, with ZeRO, between steps: every rank's slices of the parameters (updated by it) reach every
+  // rank, bucket by bucket (one all-gather each, through the bucket buffers).
+  void allgather_parameters();
 
   // Gradient accumulation: with sync off, hooks do nothing and .grad accumulates locally; the next
   // synced backward reduces the accumulated sum. Change it only between finalize() and the next backward.

@@ -18,6 +18,8 @@ class CollectiveWatchdog;  // src/dist/mpi_comm.cpp
 // bf16: bfloat16 bits in uint16_t, reduced with ReduceOp::sum only (bf16_sum; Note [bf16 reduction]).
 enum class DType { u8, i32, i64, f32, f64, bf16 };
 enum class ReduceOp { sum, max, min };
+// Bytes of one element of `dtype`.
+std::size_t size_of(DType dtype);
 
 // Note [bf16 reduction]
 // MPI has no standard bfloat16 type, so the MPI communicator reduces DType::bf16 with a user operation
@@ -79,6 +81,14 @@ class Comm {
   virtual void broadcast(void* data, std::size_t bytes, int root) = 0;
   // Every rank contributes `bytes` bytes; `out` receives world_size * bytes, rank-ordered.
   virtual void allgather(const void* data, std::size_t bytes, void* out) = 0;
+  // ZeRO's collectives (Note [ZeRO slices] in src/dist/zero_slices.cpp). Reduce-scatter: `send` holds
+  // world_size * count elements; rank r receives in `recv` the reduction of every rank's elements
+  // [r count, (r + 1) count) (MPI_Reduce_scatter_block; bf16 sums with the user operation of
+  // Note [bf16 reduction], so every rank's block has the bits an allreduce would give it).
+  virtual void reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype, ReduceOp op);
+  // All-gather in place: `data` holds world_size blocks of `bytes` bytes; every rank's own block (rank r's
+  // at r * bytes) reaches every rank (MPI_Allgather with MPI_IN_PLACE).
+  virtual void allgather_in_place(void* data, std::size_t bytes);
   // Ends every process of the job (MPI_Abort); never returns.
   [[noreturn]] virtual void abort(int exit_code) = 0;
 
@@ -122,7 +132,10 @@ class Comm {
   // Bytes this rank has passed to collectives since the communicator was made, summed over it and every
   // duplicate() of it (the gradient reducer's too): allreduce count x element size, broadcast and
   // allgather bytes (this rank's contribution). The payload, not the wire bytes (a ring allreduce sends
-  // about 2 (W - 1) / W times it). Thread-safe. Communicators without MPI count nothing.
+  // about 2 (W - 1) / W times it). A reduce-scatter of N input bytes counts N / 2: a ring allreduce is a
+  // reduce-scatter followed by an all-gather, so a reduce-scatter puts half an allreduce's bytes on the
+  // wire, and at 2 ranks the ZeRO pair (reduce-scatter of N, all-gather of N / 2 contributed) counts N,
+  // exactly an allreduce of N (Note [ZeRO slices]). Thread-safe. Communicators without MPI count nothing.
   [[nodiscard]] int64_t bytes_sent() const { return traffic_->load(std::memory_order_relaxed); }
 
  protected:

@@ -25,6 +25,10 @@ struct AdamW8bitOptions {
 class AdamW8bit final : public Optimizer {
  public:
   AdamW8bit(std::vector<ParameterGroup> groups, AdamW8bitOptions options);
+  // Over segments of parameters (ZeRO): a segment's moments are 8-bit when its whole parameter's
+  // `full_numels` (one per tensor, group order) reaches min_8bit_size; each segment must start on a block
+  // boundary of its parameter (Note [ZeRO slices] in src/dist/zero_slices.cpp).
+  AdamW8bit(std::vector<ParameterGroup> groups, AdamW8bitOptions options, const std::vector<int64_t>& full_numels);
 
   [[nodiscard]] std::string type() const override { return "adamw_bnb_8bit"; }
   [[nodiscard]] nlohmann::json hyperparameters() const override;

@@ -70,10 +70,19 @@ class Optimizer {
   // (second moments, absmax) >= 0. One Error naming `source` (the file) and every problem by tensor,
   // expected and actual.
   void check_state_dict(const OptimizerState& state, const std::string& source) const;
-  // Bytes of the state tensors (what state_dict() holds besides "step").
+  // Bytes of the state tensors (what state_dict() holds besides "step"); a sharded optimizer's: this rank's.
   [[nodiscard]] virtual int64_t state_bytes() const;
+  // What a checkpoint of this optimizer holds: names, shapes and dtypes (values unspecified; may be meta
+  // tensors). state_dict() for an optimizer that holds its whole state; a sharded one (ZeRO) answers with the
+  // whole, stage-0 layout (Note [ZeRO checkpoints] in src/train/zero_optimizer.cpp). check_state_dict checks
+  // against it.
+  [[nodiscard]] virtual OptimizerState state_layout() const { return state_dict(); }
 
   [[nodiscard]] const std::vector<ParameterGroup>& parameter_groups() const { return groups_; }
+  // The kinds of state tensor (a name up to its first '.') that hold magnitudes, such as second moments
+  // and absmax: check_state_dict refuses negative values in them. Integer state (counts, 8-bit codes)
+  // is always checked >= 0, floating state finite.
+  [[nodiscard]] virtual std::set<std::string> non_negative_state() const { return {}; }
 
  protected:
   explicit Optimizer(std::vector<ParameterGroup> groups);
@@ -88,15 +97,13 @@ class Optimizer {
 
   // The update of step steps() (already counted) for every parameter with a gradient.
   virtual void update(double lr) = 0;
+  // load_state_dict's copy of a checked `state` into the live state tensors ("step" is the base's).
+  virtual void copy_state(const OptimizerState& state);
   // Called at the end of load_state_dict, after the state tensors were overwritten: an optimizer that mirrors
   // state on the host (step counters, so that update() never reads the device) refreshes the mirror here.
   virtual void state_loaded() {}
   // The live per-parameter state tensors, by name ("step" is the base's).
   [[nodiscard]] virtual OptimizerState state_tensors() const = 0;
-  // The kinds of state tensor (a name up to its first '.') that hold magnitudes, such as second moments
-  // and absmax: check_state_dict refuses negative values in them. Integer state (counts, 8-bit codes)
-  // is always checked >= 0, floating state finite.
-  [[nodiscard]] virtual std::set<std::string> non_negative_state() const { return {}; }
 
  private:
   std::vector<ParameterGroup> groups_;
@@ -110,6 +117,8 @@ class Optimizer {
 [[nodiscard]] std::map<std::string, std::string> optimizer_file_metadata(const Optimizer& optimizer);
 // Writes state_dict() (CPU copies) with that metadata, atomically.
 void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer);
+// Writes `state` (a whole state, e.g. a sharded optimizer's gathered one) with `optimizer`'s metadata.
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, const OptimizerState& state);
 // Reads `path` for `optimizer`: Error naming the file and both optimizers when it holds another optimizer's
 // state (a file without the tag, written before tags existed, holds AdamW's), and naming the file and the
 // tensor when check_state_dict refuses it. `note` receives a line when the hyper-parameters differ from the
@@ -120,6 +129,18 @@ void save_optimizer_file(const std::filesystem::path& path, const Optimizer& opt
 // The optimizer `options.optim` names (an alias resolved), over weight_decay_groups(named, weight_decay).
 // Error naming --optim and listing the names when it is unknown; validate_optimizer_options first.
 [[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named);
+// ---- ZeRO (Note [ZeRO slices] in src/dist/zero_slices.cpp) ----
+// Elements a segment of a parameter of `numel` elements must start at a multiple of (counted from the
+// parameter's start) for the optimizer `options.optim` names to update it exactly as it updates the whole
+// parameter: 256 (the quantization block) for 8-bit AdamW's quantized parameters, else 1.
+[[nodiscard]] int64_t segment_alignment(const OptimizerOptions& options, int64_t numel);
+// The optimizer `options.optim` names over `groups` of parameter segments, deciding per-parameter choices by
+// the whole parameter (`full_numels`, one per segment in group order: 8-bit AdamW quantizes a segment of a
+// parameter of >= 4,096 elements however small the segment). Adafactor's factored moments need whole
+// matrices: Error naming --optim and --zero-stage.
+[[nodiscard]] std::unique_ptr<Optimizer> make_segment_optimizer(const OptimizerOptions& options,
+                                                                std::vector<ParameterGroup> groups,
+                                                                const std::vector<int64_t>& full_numels);
 // Bytes of state the optimizer `options.optim` names keeps for one fp32 parameter of `shape` (what its
 // state_bytes() adds up, without building it): estimate-memory's optimizer row.
 [[nodiscard]] int64_t optimizer_state_bytes(const OptimizerOptions& options, const std::vector<int64_t>& shape);

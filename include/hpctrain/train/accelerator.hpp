@@ -98,6 +98,11 @@ class Accelerator {
                                                              const std::filesystem::path& file,
                                                              loader::LoaderOptions options);
   void register_optimizer(optim::Optimizer& optimizer) { optimizer_ = &optimizer; }
+  // Collective, after prepare_model: the optimizer options.optim names over `named` (weight_decay_groups),
+  // registered. With options().zero_stage 1 or 2 on more than one rank a ZeroOptimizer (zero_optimizer.hpp)
+  // that keeps state for this rank's slices only; make_optimizer(options, named) otherwise.
+  [[nodiscard]] std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
+                                                                 const optim::NamedParameters& named);
 
   // Accelerate's autocast(): wrap forward and loss in it (`auto region = acc.autocast();`). Under bf16 the
   // matrix products run in bf16 on float32 weights (cast copies); LayerNorm, softmax and the loss stay fp32.
@@ -145,7 +150,10 @@ class Accelerator {
   // optimizer's step(lr) -> the scaler's update (GradScaler.update(): halves on overflow, grows after its
   // interval) -> zero_grad. An overflowed step is skipped on every rank and leaves parameters and
   // optimizer state untouched. `hpctrain train` and custom loops both step through it, and it is the one
-  // place a sharded optimizer plugs in. Needs register_optimizer() (or prepare()).
+  // place a sharded optimizer plugs in: with ZeRO the unscale, the overflow agreement and the clipping work on
+  // this rank's gradient slices with one allreduce of one number (the global sum of squares; not finite =
+  // overflow), the step updates the slices and all-gathers the parameters (zero_optimizer.hpp). Needs
+  // register_optimizer() (or prepare(); make_optimizer() with ZeRO).
   StepOutcome optimizer_step(double lr, double max_grad_norm);
   // A step every rank agreed to skip before backward finished (a non-finite loss under --skip-nonfinite):
   // drops the gradients, turns gradient sync back on, leaves the loss scale as it is.
@@ -200,6 +208,8 @@ class Accelerator {
 
  private:
   void log_warnings(const std::string& warnings);
+  [[nodiscard]] bool zero_active() const { return options_.zero_stage > 0 && comm_.world_size() > 1; }
+  StepOutcome zero_step(double lr, double max_grad_norm);
   void load_scaler(const std::filesystem::path& dir);
 
   dist::Comm& comm_;

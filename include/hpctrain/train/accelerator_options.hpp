@@ -33,6 +33,10 @@ struct AcceleratorOptions {
   GradReduceDtype grad_reduce_dtype = GradReduceDtype::fp32;
   bool gradient_checkpointing = false;  // transformer layers recompute in backward (Note [Layer checkpointing])
   int64_t local_sgd_steps = 0;          // > 0: Local SGD, parameters averaged every K steps (local_sgd_step()); 0 = off
+  // ZeRO (DeepSpeed's and Accelerate's name): 0 = every rank holds everything; 1 = optimizer state sharded
+  // (gradient buckets reduce-scattered, each rank updates its slices, parameters all-gathered); 2 = gradients
+  // sharded too. Needs the optimizer from Accelerator::make_optimizer. Note [ZeRO slices] in src/dist/zero_slices.cpp.
+  int zero_stage = 0;
 };
 
 }  // namespace hpctrain::train
