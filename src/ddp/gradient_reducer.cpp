@@ -242,6 +242,37 @@ void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std
   buffer.seconds = reduction.stop();
 }
 
+// A bucket's buffer; under ZeRO stage 2 allocated again (zeros: the padding must stay 0) when it was released.
+at::Tensor& ensure_values(FlatBuffer& buffer) {
+  if (!buffer.values.defined()) buffer.values = at::zeros({buffer.total}, buffer.options);
+  return buffer.values;
+}
+
+// One parameter of a bucket as the parameter all-gather sees it (a job owns copies: Note [Bucket order]).
+struct GatheredParameter {
+  at::Tensor param;
+  int64_t offset = 0;       // in the bucket's buffer
+  dist::ZeroSegment own;    // this rank's segment
+};
+
+// Note [ZeRO gradient reduction]: this rank's updated segments into the bucket's buffer, the all-gather, every
+// parameter back from the buffer; stage 2 drops the buffer again.
+void allgather_bucket(dist::Comm& comm, FlatBuffer& buffer, const std::vector<GatheredParameter>& params,
+                      std::size_t bucket, const Fence& fence) {
+  span::Span gather("parameter allgather", "communication", static_cast<int64_t>(bucket));
+  at::NoGradGuard no_grad;
+  const at::Tensor values = ensure_values(buffer);
+  for (const GatheredParameter& p : params) {
+    if (p.own.numel() == 0) continue;
+    values.narrow(0, p.offset + p.own.begin, p.own.numel())
+        .copy_(p.param.detach().reshape(-1).narrow(0, p.own.begin, p.own.numel()));
+  }
+  allgather_slices(comm, values.narrow(0, 0, buffer.padded), fence);
+  for (const GatheredParameter& p : params)
+    p.param.detach().copy_(values.narrow(0, p.offset, p.param.numel()).view(p.param.sizes()));
+  if (buffer.release) buffer.values = at::Tensor();
+}
+
 struct ParamSlot {
   std::string name;
   at::Tensor param;
@@ -298,7 +329,8 @@ struct GradientReducer::Impl {
   std::string unused_warning();
   void average_parameters();
   void enable_zero(int stage, const std::vector<int64_t>& alignments);
-  void allgather_parameters();
+  void start_parameter_allgather(std::size_t bucket);
+  void wait_parameter_allgathers();
   at::Tensor& bucket_values(std::size_t bucket) const;
   void release_launched_grads(std::size_t firing);
   void reduce_zero_flags();
@@ -324,6 +356,7 @@ struct GradientReducer::Impl {
   int zero_stage = 0;                    // Note [ZeRO gradient reduction]
   std::vector<GradientReducer::Shard> shards;  // ZeRO: this rank's segment of each parameter
   std::vector<std::size_t> grads_to_release;   // stage 2: parameters of launched buckets whose .grad can go
+  uint64_t allgather_ticket = 0;               // the last parameter all-gather queued on the communication thread
   mutable std::mutex mutex;       // hooks may run on autograd's device threads
   std::unique_ptr<CommThread> comm_thread;  // last: destroyed (joined) first
 };
@@ -411,12 +444,7 @@ at::Tensor GradientReducer::Impl::slot_view(const ParamSlot& slot) const {
   return bucket_values(slot.bucket).narrow(0, slot.offset, slot.param.numel()).view(slot.param.sizes());
 }
 
-// A bucket's buffer; under ZeRO stage 2 allocated again (zeros: the padding must stay 0) when it was released.
-at::Tensor& GradientReducer::Impl::bucket_values(std::size_t bucket) const {
-  FlatBuffer& buffer = *buckets[bucket].buffer;
-  if (!buffer.values.defined()) buffer.values = at::zeros({buffer.total}, buffer.options);
-  return buffer.values;
-}
+at::Tensor& GradientReducer::Impl::bucket_values(std::size_t bucket) const { return ensure_values(*buckets[bucket].buffer); }
 
 // First gradient of a step: the slot starts from the local .grad (accumulated micro-batches, or a previous
 // step's gradient nobody zeroed), else zeros. See Note [Gradients as bucket views].
@@ -670,11 +698,14 @@ void GradientReducer::Impl::average_parameters() {
 // averages exist only as this rank's slices (gradient_slices(), one per bucket, 1/world_size of it): .grad
 // is left undefined. What the buckets hold during backward:
 //   stage 1: every bucket buffer is allocated once and kept (full size, as stage 0's), and between steps it
-//            carries allgather_parameters()' parameter values;
+//            carries the all-gathered parameter values;
 //   stage 2: a bucket's buffer exists from the first gradient copied into it in a step until its
 //            reduce-scatter ends (the communication thread drops it; finalize() drops the last ones), so at
-//            any time only the buckets being filled or in flight hold memory; allgather_parameters() borrows
-//            one bucket at a time. Autograd's own per-parameter gradient (.grad after AccumulateGrad) is
+//            any time only the buckets being filled or in flight hold memory; the parameter all-gathers
+//            borrow one bucket at a time.
+// The parameter all-gather (start_parameter_allgather) is one job per bucket on the same communication
+// thread, queued by ZeroOptimizer as soon as that bucket's segments are updated, so it overlaps the update
+// of the next bucket; without overlap it runs on the caller's thread. Autograd's own per-parameter gradient (.grad after AccumulateGrad) is
 //            dropped at the next hook once its bucket is launched (on one device the engine runs hooks and
 //            AccumulateGrad in order), so full-size gradients do not pile up during backward either.
 // Gradient accumulation is unchanged: micro-batches with sync off accumulate in .grad locally (full size),
@@ -728,24 +759,27 @@ void GradientReducer::Impl::reduce_zero_flags() {
   last_step.bytes_reduced += flags.nbytes();
 }
 
-void GradientReducer::Impl::allgather_parameters() {
+void GradientReducer::Impl::start_parameter_allgather(std::size_t bucket) {
   std::lock_guard<std::mutex> lock(mutex);
-  HPCTRAIN_CHECK(zero_stage > 0 && !step_active, "GradientReducer::allgather_parameters: needs ZeRO, between steps");
-  at::NoGradGuard no_grad;
+  HPCTRAIN_CHECK(zero_stage > 0 && !step_active && bucket < buckets.size(),
+                 "GradientReducer::start_parameter_allgather({}): needs ZeRO, a bucket below {}, between steps", bucket,
+                 buckets.size());
   copied_back.wait();
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    const at::Tensor values = bucket_values(b);
-    for (std::size_t index : buckets[b].params) {
-      const ParamSlot& slot = params[index];
-      const dist::ZeroSegment& own = shards[index].segment;
-      if (own.numel() == 0) continue;
-      values.narrow(0, slot.offset + own.begin, own.numel())
-          .copy_(slot.param.detach().reshape(-1).narrow(0, own.begin, own.numel()));
-    }
-    allgather_slices(*comm, values.narrow(0, 0, buckets[b].buffer->padded), fence);
-    for (std::size_t index : buckets[b].params) params[index].param.detach().copy_(slot_view(params[index]));
-    if (zero_stage == 2) buckets[b].buffer->values = at::Tensor();
+  std::vector<GatheredParameter> gathered;
+  for (std::size_t index : buckets[bucket].params)
+    gathered.push_back(GatheredParameter{params[index].param, params[index].offset, shards[index].segment});
+  if (!overlap) {
+    allgather_bucket(*comm, *buckets[bucket].buffer, gathered, bucket, fence);
+    return;
   }
+  allgather_ticket = comm_thread->submit([shared_comm = comm, buffer = buckets[bucket].buffer,
+                                          gathered = std::move(gathered), bucket, job_fence = fence] {
+    allgather_bucket(*shared_comm, *buffer, gathered, bucket, job_fence);
+  });
+}
+
+void GradientReducer::Impl::wait_parameter_allgathers() {
+  if (overlap && allgather_ticket > 0) comm_thread->wait(allgather_ticket);
 }
 
 GradientReducer::GradientReducer(dist::Comm& comm, NamedTensors named_parameters, ReducerOptions options)
@@ -773,7 +807,13 @@ void GradientReducer::enable_zero(int stage, const std::vector<int64_t>& alignme
   impl_->enable_zero(stage, alignments);
 }
 int GradientReducer::zero_stage() const { return impl_->zero_stage; }
-void GradientReducer::allgather_parameters() { impl_->allgather_parameters(); }
+void GradientReducer::start_parameter_allgather(std::size_t bucket) { impl_->start_parameter_allgather(bucket); }
+void GradientReducer::wait_parameter_allgathers() { impl_->wait_parameter_allgathers(); }
+
+void GradientReducer::allgather_parameters() {
+  for (std::size_t b = 0; b < impl_->buckets.size(); ++b) start_parameter_allgather(b);
+  wait_parameter_allgathers();
+}
 const std::vector<GradientReducer::Shard>& GradientReducer::shards() const { return impl_->shards; }
 
 std::vector<at::Tensor> GradientReducer::parameters() const {

@@ -28,11 +28,6 @@
 namespace hpctrain::train {
 namespace {
 
-std::vector<optim::ParameterGroup> group_skeletons(const std::vector<optim::ParameterGroup>& groups) {
-  std::vector<optim::ParameterGroup> out;
-  for (const optim::ParameterGroup& group : groups) out.push_back({group.name, group.weight_decay, {}});
-  return out;
-}
 
 }  // namespace
 
@@ -40,13 +35,36 @@ ZeroOptimizer::ZeroOptimizer(dist::Comm& comm, ddp::GradientReducer& reducer, st
                              const SegmentOptimizerFactory& make)
     : Optimizer(groups), comm_(comm), reducer_(reducer) {
   HPCTRAIN_CHECK(reducer.zero_stage() > 0, "ZeroOptimizer: the gradient reducer has no ZeRO stage (enable_zero first)");
+  make_pieces(groups);
+  // One inner optimizer per bucket (and one for parameters without gradients), so that a bucket's all-gather
+  // runs while the next bucket is updated (Note [ZeRO gradient reduction]).
+  const std::size_t parts = reducer.buckets().size() + 1;
+  for (std::size_t part = 0; part < parts; ++part) {
+    std::vector<optim::ParameterGroup> segment_groups;
+    std::vector<int64_t> full_numels;
+    std::size_t k = 0;
+    for (const optim::ParameterGroup& group : groups) {
+      optim::ParameterGroup segments{group.name, group.weight_decay, {}};
+      for (std::size_t i = 0; i < group.parameters.size(); ++i, ++k) {
+        if (part_of(pieces_[k]) != part) continue;
+        segments.parameters.emplace_back(pieces_[k].name, pieces_[k].segment);
+        full_numels.push_back(group.parameters[i].second.numel());
+      }
+      if (!segments.parameters.empty()) segment_groups.push_back(std::move(segments));
+    }
+    inners_.push_back(segment_groups.empty() ? nullptr : make(std::move(segment_groups), full_numels));
+  }
+  HPCTRAIN_CHECK(!pieces_.empty(), "ZeroOptimizer: no parameters");
+  exchange_layout();
+}
+
+// This rank's segment of every parameter, in group order.
+void ZeroOptimizer::make_pieces(const std::vector<optim::ParameterGroup>& groups) {
   std::unordered_map<const void*, std::size_t> reduced;
-  const std::vector<at::Tensor> reduced_parameters = reducer.parameters();
+  const std::vector<at::Tensor> reduced_parameters = reducer_.parameters();
   for (std::size_t i = 0; i < reduced_parameters.size(); ++i) reduced.emplace(reduced_parameters[i].unsafeGetTensorImpl(), i);
-  std::vector<optim::ParameterGroup> segment_groups = group_skeletons(groups);
-  std::vector<int64_t> full_numels;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    for (const auto& [name, tensor] : groups[g].parameters) {
+  for (const optim::ParameterGroup& group : groups) {
+    for (const auto& [name, tensor] : group.parameters) {
       HPCTRAIN_CHECK(tensor.is_contiguous(), "--zero-stage: parameter '{}' is not contiguous", name);
       Piece piece;
       piece.name = name;
@@ -54,30 +72,34 @@ ZeroOptimizer::ZeroOptimizer(dist::Comm& comm, ddp::GradientReducer& reducer, st
       const at::Tensor flat = tensor.detach().view({-1});
       const auto found = reduced.find(tensor.unsafeGetTensorImpl());
       if (found != reduced.end()) {
-        const ddp::GradientReducer::Shard& shard = reducer.shards()[found->second];
+        const ddp::GradientReducer::Shard& shard = reducer_.shards()[found->second];
         piece.reduced = true;
         piece.bucket = shard.bucket;
         piece.slice_offset = shard.segment.slice_offset;
         piece.segment = flat.narrow(0, shard.segment.begin, shard.segment.numel());
       } else {  // never has a gradient: rank 0 keeps its (unchanging) state
-        piece.segment = flat.narrow(0, 0, comm.rank() == 0 ? flat.numel() : 0);
+        piece.segment = flat.narrow(0, 0, comm_.rank() == 0 ? flat.numel() : 0);
       }
-      segment_groups[g].parameters.emplace_back(name, piece.segment);
-      full_numels.push_back(tensor.numel());
       pieces_.push_back(std::move(piece));
     }
   }
-  inner_ = make(std::move(segment_groups), full_numels);
-  // Note [ZeRO checkpoints]: every rank's numel of every state tensor, once.
+}
+
+std::size_t ZeroOptimizer::part_of(const Piece& piece) const {
+  return piece.reduced ? piece.bucket : reducer_.buckets().size();
+}
+
+// Note [ZeRO checkpoints]: every rank's numel of every state tensor, once.
+void ZeroOptimizer::exchange_layout() {
   const optim::OptimizerState mine = state_tensors();
   std::vector<int64_t> numels;
   for (const auto& [name, tensor] : mine) numels.push_back(tensor.numel());
-  std::vector<int64_t> all(numels.size() * static_cast<std::size_t>(comm.world_size()));
-  comm.allgather(numels.data(), numels.size() * sizeof(int64_t), all.data());
+  std::vector<int64_t> all(numels.size() * static_cast<std::size_t>(comm_.world_size()));
+  comm_.allgather(numels.data(), numels.size() * sizeof(int64_t), all.data());
   std::size_t k = 0;
   for (const auto& [name, tensor] : mine) {
     std::vector<int64_t>& per_rank = piece_numels_[name];
-    for (int r = 0; r < comm.world_size(); ++r) per_rank.push_back(all[static_cast<std::size_t>(r) * numels.size() + k]);
+    for (int r = 0; r < comm_.world_size(); ++r) per_rank.push_back(all[static_cast<std::size_t>(r) * numels.size() + k]);
     ++k;
     shapes_[name] = tensor.dim() == 0 ? std::vector<int64_t>{}
                                       : full_shape(name, std::accumulate(per_rank.begin(), per_rank.end(), int64_t{0}));
@@ -96,9 +118,26 @@ std::vector<int64_t> ZeroOptimizer::full_shape(const std::string& state_name, in
 }
 
 optim::OptimizerState ZeroOptimizer::state_tensors() const {
-  optim::OptimizerState state = inner_->state_dict();
-  state.erase("step");
+  optim::OptimizerState state;
+  for (const auto& inner : inners_) {
+    if (!inner) continue;
+    optim::OptimizerState part = inner->state_dict();
+    part.erase("step");
+    state.insert(part.begin(), part.end());
+  }
   return state;
+}
+
+const optim::Optimizer& ZeroOptimizer::first_inner() const {
+  for (const auto& inner : inners_)
+    if (inner) return *inner;
+  fail("ZeroOptimizer: no inner optimizer");
+}
+
+int64_t ZeroOptimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& inner : inners_) bytes += inner ? inner->state_bytes() : 0;
+  return bytes;
 }
 
 optim::OptimizerState ZeroOptimizer::state_layout() const {
@@ -156,8 +195,12 @@ void ZeroOptimizer::copy_state(const optim::OptimizerState& state) {
     const int64_t offset = std::accumulate(numels.begin(), numels.begin() + static_cast<std::ptrdiff_t>(rank), int64_t{0});
     mine[name] = whole.reshape({-1}).narrow(0, offset, numels[rank]).view(tensor.sizes());
   }
-  mine["step"] = state.at("step");
-  inner_->load_state_dict(mine);
+  for (const auto& inner : inners_) {
+    if (!inner) continue;
+    optim::OptimizerState part;
+    for (const auto& [name, tensor] : inner->state_dict()) part[name] = name == "step" ? state.at("step") : mine.at(name);
+    inner->load_state_dict(part);
+  }
 }
 
 double ZeroOptimizer::unscaled_sum_of_squares(double factor) {
@@ -175,6 +218,8 @@ void ZeroOptimizer::scale_gradients(double factor) {
   for (const at::Tensor& slice : reducer_.gradient_slices()) slice.mul_(factor);
 }
 
+// Bucket by bucket: update this rank's segments, then start that bucket's all-gather, which runs on the
+// communication thread while the next bucket is updated (Note [ZeRO gradient reduction]).
 void ZeroOptimizer::update(double lr) {
   const std::vector<at::Tensor> slices = reducer_.gradient_slices();
   for (Piece& piece : pieces_) {
@@ -184,9 +229,12 @@ void ZeroOptimizer::update(double lr) {
       grad = grad.to(piece.segment.device(), piece.segment.scalar_type());
     piece.segment.mutable_grad() = grad;
   }
-  inner_->step(lr);
+  for (std::size_t part = 0; part < inners_.size(); ++part) {
+    if (inners_[part]) inners_[part]->step(lr);
+    if (part < slices.size()) reducer_.start_parameter_allgather(part);
+  }
   for (Piece& piece : pieces_) piece.segment.mutable_grad() = at::Tensor();
-  reducer_.allgather_parameters();
+  reducer_.wait_parameter_allgathers();
 }
 
 }  // namespace hpctrain::train

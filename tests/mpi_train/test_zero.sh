@@ -24,6 +24,8 @@ adamw=("${common[@]}" --batch-size 2 --gradient-accumulation-steps 2 --max-grad-
 for s in 0 1 2; do zero_run "adamw$s" 2 "${adamw[@]}" --zero-stage $s; done
 same "AdamW: stage 1 == stage 0 (1e-6)" adamw0 adamw1 1e-6
 same "AdamW: stage 2 == stage 0 (1e-6)" adamw0 adamw2 1e-6
+zero_run adamw1-no-overlap 2 "${adamw[@]}" --zero-stage 1 --overlap off  # every collective on the main thread
+same "AdamW: stage 1 without overlap == stage 0 (1e-6)" adamw0 adamw1-no-overlap 1e-6
 compare "$WORK/adamw0/$W" "$WORK/adamw2/$W" 0 >/dev/null 2>&1 && ok "AdamW: stage 2 bitwise stage 0" \
   || echo "note: stage 2 within 1e-6 but not bitwise (the clipping norm is summed in another order)"
 grep -q "ZeRO stage 1: this rank keeps" "$WORK/adamw1.log" && ok "stage 1 says what it shards" || bad "no ZeRO line"

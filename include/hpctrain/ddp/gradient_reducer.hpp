@@ -88,8 +88,13 @@ class GradientReducer {
   // With ZeRO, after a synced finalize(): this rank's averaged slice of every bucket (1-D; padding is 0).
   // Valid until the next synced backward.
   [[nodiscard]] std::vector<at::Tensor> gradient_slices() const;
-  // Collective, with ZeRO, between steps: every rank's slices of the parameters (updated by it) reach every
-  // rank, bucket by bucket (one all-gather each, through the bucket buffers).
+  // Collective, with ZeRO, between steps: every rank's slices of bucket `bucket`'s parameters (updated by it)
+  // reach every rank (one all-gather through the bucket's buffer). With overlap it runs on the communication
+  // thread and returns at once (the caller may update the next bucket's parameters meanwhile, not this
+  // one's); wait_parameter_allgathers() waits. Every rank starts every bucket once per step, in bucket order.
+  void start_parameter_allgather(std::size_t bucket);
+  void wait_parameter_allgathers();
+  // start_parameter_allgather for every bucket, then the wait.
   void allgather_parameters();
 
   // Gradient accumulation: with sync off, hooks do nothing and .grad accumulates locally; the next

@@ -29,11 +29,11 @@ class ZeroOptimizer final : public optim::Optimizer {
   ZeroOptimizer(dist::Comm& comm, ddp::GradientReducer& reducer, std::vector<optim::ParameterGroup> groups,
                 const SegmentOptimizerFactory& make);
 
-  [[nodiscard]] std::string type() const override { return inner_->type(); }
-  [[nodiscard]] nlohmann::json hyperparameters() const override { return inner_->hyperparameters(); }
-  [[nodiscard]] int64_t state_bytes() const override { return inner_->state_bytes(); }  // this rank's shard
+  [[nodiscard]] std::string type() const override { return first_inner().type(); }
+  [[nodiscard]] nlohmann::json hyperparameters() const override { return first_inner().hyperparameters(); }
+  [[nodiscard]] int64_t state_bytes() const override;  // this rank's shard
   [[nodiscard]] optim::OptimizerState state_layout() const override;
-  [[nodiscard]] std::set<std::string> non_negative_state() const override { return inner_->non_negative_state(); }
+  [[nodiscard]] std::set<std::string> non_negative_state() const override { return first_inner().non_negative_state(); }
 
   // Bytes of the whole state (all ranks' shards, without padding): stage 0's state_bytes().
   [[nodiscard]] int64_t whole_state_bytes() const;
@@ -59,11 +59,16 @@ class ZeroOptimizer final : public optim::Optimizer {
   [[nodiscard]] optim::OptimizerState state_tensors() const override;
   void copy_state(const optim::OptimizerState& state) override;
   [[nodiscard]] std::vector<int64_t> full_shape(const std::string& state_name, int64_t total) const;
+  void make_pieces(const std::vector<optim::ParameterGroup>& groups);
+  [[nodiscard]] std::size_t part_of(const Piece& piece) const;
+  void exchange_layout();
+  [[nodiscard]] const optim::Optimizer& first_inner() const;
 
   dist::Comm& comm_;
   ddp::GradientReducer& reducer_;
   std::vector<Piece> pieces_;
-  std::unique_ptr<optim::Optimizer> inner_;
+  // inners_[b]: the optimizer of bucket b's segments; the last: parameters without gradients (null if none)
+  std::vector<std::unique_ptr<optim::Optimizer>> inners_;
   // Every state tensor (not "step"): its numel on each rank, and its whole shape (Note [ZeRO checkpoints]).
   std::map<std::string, std::vector<int64_t>> piece_numels_;
   std::map<std::string, std::vector<int64_t>> shapes_;
