@@ -34,5 +34,6 @@ void row_sparse_buckets(hpctrain::dist::Comm& comm);
 void gradient_views(hpctrain::dist::Comm& comm);
 void local_sgd_average(hpctrain::dist::Comm& comm);
 void bf16_wire(hpctrain::dist::Comm& comm);
+void zero_slices(hpctrain::dist::Comm& comm);
 
 }  // namespace mpi_test

@@ -26,6 +26,7 @@ constexpr Case kCases[] = {
     {"broadcast", mpi_test::broadcast},              {"structure", mpi_test::structure_and_sync_checks},
     {"row_sparse", mpi_test::row_sparse_buckets},    {"grad_views", mpi_test::gradient_views},
     {"local_sgd", mpi_test::local_sgd_average},      {"bf16_wire", mpi_test::bf16_wire},
+    {"zero", mpi_test::zero_slices},
 };
 
 void start_watchdog(int rank, const char* name) {

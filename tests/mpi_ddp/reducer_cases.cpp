@@ -182,6 +182,62 @@ void late_gradients(hpctrain::dist::Comm& comm) {
   }
 }
 
+// Note [ZeRO gradient reduction]: with enable_zero each rank's slices hold exactly its segments of the
+// average (late gradients included: rank 1 runs two backward passes), .grad is left undefined, and
+// allgather_parameters() gives every rank every rank's segments (each rank writes its rank number into
+// its own segments first).
+void zero_slices(hpctrain::dist::Comm& comm) {
+  for (int stage : {1, 2}) {
+    for (const ReducerOptions& options : option_grid()) {
+      const std::string context = fmt::format("stage {}, {}", stage, describe(options));
+      tiny::Model model = synced_model(comm);
+      GradientReducer reducer(comm, model.params, options);
+      reducer.enable_zero(stage, std::vector<int64_t>(model.params.size(), 1));
+      for (int step = 0; step < 2; ++step) {
+        const int passes[2] = {1 + step, 2};
+        std::vector<std::vector<at::Tensor>> per_rank;
+        for (int r = 0; r < 2; ++r) {
+          std::vector<at::Tensor> inputs;
+          for (int pass = 0; pass < passes[r]; ++pass) inputs.push_back(tiny::input_for(r, 10 * step + pass));
+          per_rank.push_back(tiny::replica_grads(model, inputs));
+        }
+        const std::vector<at::Tensor> expected = average_of(per_rank);
+        model.zero_grads();
+        for (int pass = 0; pass < passes[comm.rank()]; ++pass)
+          model.loss(tiny::input_for(comm.rank(), 10 * step + pass)).backward();
+        EXPECT(reducer.finalize().empty(), "unexpected warning");
+        const std::vector<at::Tensor> slices = reducer.gradient_slices();
+        for (std::size_t i = 0; i < model.params.size(); ++i) {
+          const GradientReducer::Shard& shard = reducer.shards()[i];
+          const auto& segment = shard.segment;
+          EXPECT(!model.params[i].second.grad().defined(), "{}: .grad of parameter {} kept", context, i);
+          const at::Tensor got = slices[shard.bucket].narrow(0, segment.slice_offset, segment.numel());
+          const at::Tensor want = expected[i].reshape(-1).narrow(0, segment.begin, segment.numel());
+          const double difference = got.numel() == 0 ? 0.0 : (got - want).abs().max().item<double>();
+          EXPECT(difference < kTolerance, "{} step {}: slice of parameter {} differs by {}", context, step, i, difference);
+        }
+      }
+      {
+        at::NoGradGuard no_grad;
+        for (std::size_t i = 0; i < model.params.size(); ++i) {
+          const auto& segment = reducer.shards()[i].segment;
+          model.params[i].second.detach().reshape(-1).narrow(0, segment.begin, segment.numel()).fill_(comm.rank());
+        }
+      }
+      reducer.allgather_parameters();
+      int64_t owned[2] = {0, 0};
+      for (const auto& [name, tensor] : model.params) {
+        owned[0] += tensor.eq(0).sum().item<int64_t>();
+        owned[1] += tensor.eq(1).sum().item<int64_t>();
+        EXPECT((tensor.eq(0) | tensor.eq(1)).all().item<bool>(), "{}: '{}' not all-gathered", context, name);
+      }
+      EXPECT(owned[0] > 0 && owned[1] > 0, "{}: one rank owns everything ({} and {})", context, owned[0], owned[1]);
+      const auto all = comm.allgather_value(owned[0]);
+      EXPECT(all[0] == all[1], "{}: the ranks hold different parameters after the all-gather", context);
+    }
+  }
+}
+
 // Note [Gradients as bucket views]: after finalize() every .grad is a view of the reducer's persistent
 // buffers (the same memory every step), and the ways users clear or keep gradients between steps give
 // torch's results — above all zero_() in place with overlap on, where autograd would otherwise add the
