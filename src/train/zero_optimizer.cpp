@@ -208,7 +208,8 @@ double ZeroOptimizer::unscaled_sum_of_squares(double factor) {
   double local = 0;
   for (const at::Tensor& slice : reducer_.gradient_slices()) {
     if (factor != 1.0) slice.mul_(factor);
-    local += slice.to(at::kDouble).square().sum().item<double>();
+    const at::Tensor wide = slice.to(at::kDouble);  // float64: only an inf or NaN element makes the sum non-finite
+    local += at::dot(wide, wide).item<double>();
   }
   return comm_.allreduce_value(local);
 }
@@ -219,7 +220,8 @@ void ZeroOptimizer::scale_gradients(double factor) {
 }
 
 // Bucket by bucket: update this rank's segments, then start that bucket's all-gather, which runs on the
-// communication thread while the next bucket is updated (Note [ZeRO gradient reduction]).
+// communication thread while the next bucket is updated (Note [ZeRO gradient reduction]); every rank goes
+// through the buckets in the same order.
 void ZeroOptimizer::update(double lr) {
   const std::vector<at::Tensor> slices = reducer_.gradient_slices();
   for (Piece& piece : pieces_) {
@@ -229,7 +231,10 @@ void ZeroOptimizer::update(double lr) {
       grad = grad.to(piece.segment.device(), piece.segment.scalar_type());
     piece.segment.mutable_grad() = grad;
   }
-  for (std::size_t part = 0; part < inners_.size(); ++part) {
+  // Parameters without gradients first (nothing to gather), then the buckets from the last: the last holds the
+  // first layers and, in language models, the embedding, usually the largest; the all-gather of the bucket
+  // updated last is the one nothing overlaps.
+  for (std::size_t part = inners_.size(); part-- > 0;) {
     if (inners_[part]) inners_[part]->step(lr);
     if (part < slices.size()) reducer_.start_parameter_allgather(part);
   }

@@ -91,7 +91,7 @@ class GradientReducer {
   // Collective, with ZeRO, between steps: every rank's slices of bucket `bucket`'s parameters (updated by it)
   // reach every rank (one all-gather through the bucket's buffer). With overlap it runs on the communication
   // thread and returns at once (the caller may update the next bucket's parameters meanwhile, not this
-  // one's); wait_parameter_allgathers() waits. Every rank starts every bucket once per step, in bucket order.
+  // one's); wait_parameter_allgathers() waits. Every rank starts every bucket once per step, in the same order.
   void start_parameter_allgather(std::size_t bucket);
   void wait_parameter_allgathers();
   // start_parameter_allgather for every bucket, then the wait.
