@@ -3,7 +3,8 @@
 # momentum and weight decay, bf16 gradient reduction, an fp16-style overflow skipped on both ranks), each
 # rank keeping about half the optimizer state, no
 # more bytes on the wire than stage 0 (up to the documented few bytes per step); checkpoints in stage 0's
-# layout that resume across stages and world sizes (Note [ZeRO checkpoints]); a --zero-stage mismatch
+# layout that resume across stages and world sizes (Note [ZeRO checkpoints]); LoRA (frozen base) as stage 0;
+# a --zero-stage mismatch
 # across ranks and the unsupported combinations (Adafactor, Local SGD) refused at start-up, naming the options.
 source "$(dirname "$0")/lib.sh"
 make_fixture 0.0
@@ -111,6 +112,16 @@ zero_run ck1 1 "${ck[@]}" --batch-size 8 --max-steps 7 --zero-stage 0
 run_ok "1-rank stage-0 checkpoint resumed on 2 ranks, stage 2" "$WORK/ck1r.log" mpi 2 train $(train_args "$WORK/ck1") \
   "${ck[@]}" --batch-size 4 --max-steps 14 --zero-stage 2 --resume "$WORK/ck1/checkpoint-7"
 same "1 rank stage 0 -> 2 ranks stage 2 == uninterrupted" ck0 ck1 1e-6 --skip k_lin.bias
+
+# ---- LoRA (frozen base: no bucket, no optimizer state for it): adapters as stage 0's, checkpoints resume ----
+run_ok "LoRA base model" "$WORK/lb.log" mpi 1 train $(train_args "$WORK/lb") --max-steps 2 --batch-size 8
+lora=(--model "$WORK/lb/final" --data "$WORK/data.h5" --tokenizer "$WORK/tok" --threads 1 --device cpu --no-progress
+      --logging-steps 1 --lr 5e-3 --lora-r 4 --lora-alpha 8 --eval-steps 100 --batch-size 4 --max-steps 4 --save-steps 2)
+for s in 0 2; do run_ok "LoRA stage $s" "$WORK/lora$s.log" mpi 2 train "${lora[@]}" --output "$WORK/lora$s" --zero-stage $s; done
+compare "$WORK/lora0/final/adapter_model.safetensors" "$WORK/lora2/final/adapter_model.safetensors" 1e-6 \
+  && ok "LoRA: stage 2 adapters == stage 0's" || bad "LoRA adapters differ"
+compare "$WORK/lora0/checkpoint-2/optimizer.safetensors" "$WORK/lora2/checkpoint-2/optimizer.safetensors" 1e-6 \
+  && ok "LoRA: stage-2 optimizer state == stage 0's" || bad "LoRA optimizer state differs"
 
 # ---- refusals at start-up, naming the options ----
 timeout 60 "$MPIEXEC" --oversubscribe --bind-to none -np 1 "$HPCTRAIN" train $(train_args "$WORK/m") --max-steps 2 \
