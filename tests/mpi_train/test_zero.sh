@@ -1,11 +1,10 @@
 # --zero-stage 1 and 2 under mpirun -np 2 (Note [ZeRO slices] in src/dist/zero_slices.cpp): the weights stage 0
 # reaches (AdamW with clipping and accumulation, 8-bit AdamW on a model with quantized parameters, SGD with
-# momentum and weight decay, bf16 gradient reduction, an fp16-style overflow skipped on both ranks), each
-# rank keeping about half the optimizer state, no
-# more bytes on the wire than stage 0 (up to the documented few bytes per step); checkpoints in stage 0's
-# layout that resume across stages and world sizes (Note [ZeRO checkpoints]); LoRA (frozen base) as stage 0;
-# a --zero-stage mismatch
-# across ranks and the unsupported combinations (Adafactor, Local SGD) refused at start-up, naming the options.
+# momentum and weight decay, bf16 gradient reduction, an fp16-style overflow skipped on both ranks), each rank
+# keeping about half the optimizer state, no more bytes on the wire than stage 0 (up to the documented few
+# bytes per step); checkpoints in stage 0's layout that resume across stages and world sizes (Note [ZeRO
+# checkpoints]); LoRA (frozen base) as stage 0; a --zero-stage mismatch across ranks and the unsupported
+# combinations (Adafactor, Local SGD) refused at start-up, naming the options.
 source "$(dirname "$0")/lib.sh"
 make_fixture 0.0
 W=final/model.safetensors
