@@ -28,6 +28,7 @@
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/threads.hpp"
 #include "hpctrain/train/zero_optimizer.hpp"
+#include "sum_of_squares.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -254,12 +255,12 @@ double Accelerator::clip_grad_norm(double max_norm) {
                  "optimizer_step(lr, max_grad_norm) clips them", options_.zero_stage);
   (void)unscale_gradients();  // clipping sees unscaled gradients (Accelerate's clip_grad_norm_)
   at::NoGradGuard no_grad;
-  std::vector<at::Tensor> norms;
+  at::Tensor squares;  // float64, Note [Gradient norm in float64]
   for (const at::Tensor& param : trainable_) {
-    if (param.grad().defined()) norms.push_back(param.grad().detach().to(at::kFloat).norm(2));
+    if (param.grad().defined()) detail::add_sum_of_squares(squares, param.grad());
   }
-  if (norms.empty()) return 0.0;
-  const double total = at::stack(norms).norm(2).item<double>();
+  if (!squares.defined()) return 0.0;
+  const double total = std::sqrt(squares.item<double>());
   // torch.nn.utils.clip_grad_norm_: scale by max_norm / (total + 1e-6) when that is below 1.
   const double coefficient = max_norm / (total + 1e-6);
   if (max_norm > 0 && coefficient < 1.0) {

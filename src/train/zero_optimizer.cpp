@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "hpctrain/core/error.hpp"
+#include "sum_of_squares.hpp"
 
 // Note [ZeRO checkpoints]
 // optimizer.safetensors is world-size-free: a ZeRO run writes exactly stage 0's tensors (names, shapes,
@@ -205,13 +206,12 @@ void ZeroOptimizer::copy_state(const optim::OptimizerState& state) {
 
 double ZeroOptimizer::unscaled_sum_of_squares(double factor) {
   at::NoGradGuard no_grad;
-  double local = 0;
+  at::Tensor squares;  // float64 (Note [Gradient norm in float64]): only an inf or NaN element makes it non-finite
   for (const at::Tensor& slice : reducer_.gradient_slices()) {
     if (factor != 1.0) slice.mul_(factor);
-    const at::Tensor wide = slice.to(at::kDouble);  // float64: only an inf or NaN element makes the sum non-finite
-    local += at::dot(wide, wide).item<double>();
+    detail::add_sum_of_squares(squares, slice);
   }
-  return comm_.allreduce_value(local);
+  return comm_.allreduce_value(squares.defined() ? squares.item<double>() : 0.0);  // one read-back
 }
 
 void ZeroOptimizer::scale_gradients(double factor) {
