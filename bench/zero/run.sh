@@ -30,7 +30,7 @@ hpctrain=$build/hpctrain
 [[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "error: /usr/bin/time (GNU time) is missing: apt-get install time" >&2; exit 1; }
 "$python" -c 'import h5py, numpy' 2>/dev/null || { echo "error: $python needs h5py and numpy (set PYTHON)" >&2; exit 1; }
-if ! "$hpctrain" train --help 2>&1 | grep -q -- '--zero-stage'; then
+if [[ $("$hpctrain" train --help 2>&1) != *--zero-stage* ]]; then
   echo "note: $hpctrain has no 'train --zero-stage' (issue 23's core is not in this build): stage 0 only"
   stages=(0)
 fi
