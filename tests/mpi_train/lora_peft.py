@@ -1,8 +1,9 @@
 # The `peft` side of mpi.train.lora_peft (test_lora_peft.sh): needs torch 2.x, transformers, peft and h5py
 # (HPCTRAIN_TRANSFORMERS_PYTHON; scripts/setup-torch2.sh pins them).
-#   prepare WORK: random base models made by transformers (WORK/bert-base: a BERT classifier with data.h5's labels;
-#     WORK/gpt2-base: the GPT-2 of gpt2.json) and an adapter for each trained by peft (WORK/peft-bert, WORK/peft-gpt2).
-#   check WORK: (1) hpctrain's adapters WORK/lora-{bert,gpt2}/final hold exactly the tensors peft saves for their
+#   prepare WORK: random base models made by transformers (WORK/bert-base, WORK/distilbert-base: classifiers with
+#     data.h5's labels, DistilBERT from the fixture's config.json; WORK/gpt2-base: the GPT-2 of gpt2.json) and an
+#     adapter for each trained by peft (WORK/peft-KIND).
+#   check WORK: (1) hpctrain's adapters WORK/lora-KIND/final hold exactly the tensors peft saves for their
 #     adapter_config.json, and PeftModel.from_pretrained(base, final) gives the logits (classifier) / per-row loss
 #     sums (causal LM) that `hpctrain predict --adapter` wrote (WORK/pred-*.jsonl); (2) peft's loss and accuracy on
 #     the validation split with its own adapters equal `hpctrain eval --adapter --json` (WORK/eval-peft-*.json).
@@ -16,9 +17,12 @@ import numpy as np
 import torch
 from peft import LoraConfig, PeftConfig, PeftModel, get_peft_model, get_peft_model_state_dict
 from safetensors import safe_open
-from transformers import AutoConfig, AutoModelForCausalLM, BertConfig, BertForSequenceClassification
+from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, BertConfig,
+                          BertForSequenceClassification)
 
 TOLERANCE = 1e-4
+KINDS = ("bert", "distilbert", "gpt2")
+TARGETS = {"bert": ["query", "value"], "distilbert": ["q_lin", "v_lin"], "gpt2": ["c_attn"]}
 torch.manual_seed(0)
 torch.set_num_threads(1)
 
@@ -37,7 +41,7 @@ def split(path, name):
 
 def cls_logits(model, rows):
     with torch.no_grad():
-        return [model(input_ids=x, token_type_ids=t).logits[0] for x, t in rows]
+        return [model(input_ids=x, **({} if t is None else {"token_type_ids": t})).logits[0] for x, t in rows]
 
 
 def lm_row_losses(model, rows):
@@ -57,6 +61,10 @@ def make_bases(work):
         max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
         id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}))
     bert.save_pretrained(f"{work}/bert-base")
+    cfg = json.load(open(f"{work}/config.json"))
+    distilbert = AutoModelForSequenceClassification.from_config(AutoConfig.for_model(
+        cfg.pop("model_type"), id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}, **cfg))
+    distilbert.save_pretrained(f"{work}/distilbert-base")
     cfg = json.load(open(f"{work}/gpt2.json"))
     gpt2 = AutoModelForCausalLM.from_config(AutoConfig.for_model(cfg.pop("model_type"), **cfg))
     gpt2.save_pretrained(f"{work}/gpt2-base")
@@ -64,28 +72,33 @@ def make_bases(work):
 
 def peft_train(work, kind):
     """A few AdamW steps of peft's own LoRA on the training split; saves WORK/peft-KIND."""
-    if kind == "bert":
-        base = BertForSequenceClassification.from_pretrained(f"{work}/bert-base")
-        config = LoraConfig(task_type="SEQ_CLS", r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["query", "value"])
-        rows, labels = split(f"{work}/data.h5", "train")
-    else:
-        base = AutoModelForCausalLM.from_pretrained(f"{work}/gpt2-base")
-        config = LoraConfig(task_type="CAUSAL_LM", r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["c_attn"])
-        rows, labels = split(f"{work}/packed.h5", "train")
-    model = get_peft_model(base, config)
+    task = "CAUSAL_LM" if kind == "gpt2" else "SEQ_CLS"
+    config = LoraConfig(task_type=task, r=4, lora_alpha=8, lora_dropout=0.0, target_modules=TARGETS[kind])
+    model = get_peft_model(load_base(work, kind), config)
+    rows, labels = split(data_file(work, kind), "train")
     model.train()
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-2)
     for step in range(8):
         optimizer.zero_grad()
         for i in range(step * 4, step * 4 + 4):
             x, t = rows[i % len(rows)]
-            if kind == "bert":
-                loss = model(input_ids=x, token_type_ids=t, labels=torch.tensor([labels[i % len(rows)]])).loss
+            if kind != "gpt2":
+                types = {} if t is None else {"token_type_ids": t}
+                loss = model(input_ids=x, labels=torch.tensor([labels[i % len(rows)]]), **types).loss
             else:
                 loss = model(input_ids=x, labels=x).loss
             (loss / 4).backward()
         optimizer.step()
     model.save_pretrained(f"{work}/peft-{kind}")
+
+
+def load_base(work, kind):
+    auto = AutoModelForCausalLM if kind == "gpt2" else AutoModelForSequenceClassification
+    return auto.from_pretrained(f"{work}/{kind}-base").eval()
+
+
+def data_file(work, kind):
+    return f"{work}/packed.h5" if kind == "gpt2" else f"{work}/data.h5"
 
 
 def report(ok, name, detail=""):
@@ -107,7 +120,7 @@ def check_saved_tensors(work, kind, base):
         moved = all(f.get_tensor(k).abs().max().item() > 0 for k in f.keys() if ".lora_B." in k)
     raw = json.load(open(f"{final}/adapter_config.json"))
     fields = (raw.get("peft_type") == "LORA" and raw.get("bias") == "none"
-              and raw.get("task_type") == ("SEQ_CLS" if kind == "bert" else "CAUSAL_LM")
+              and raw.get("task_type") == ("CAUSAL_LM" if kind == "gpt2" else "SEQ_CLS")
               and raw.get("r") == 4 and raw.get("lora_alpha") == 8 and abs(raw.get("lora_dropout", -1) - 0.1) < 1e-9
               and os.path.realpath(raw.get("base_model_name_or_path") or "") == os.path.realpath(f"{work}/{kind}-base"))
     report(fields, f"{kind}: adapter_config.json has PEFT's fields", json.dumps(raw)[:300] if not fields else "")
@@ -120,16 +133,11 @@ def check_saved_tensors(work, kind, base):
 def check_hpctrain_adapter(work, kind):
     """(1): PeftModel.from_pretrained(base, hpctrain's final/) == hpctrain predict --adapter."""
     pred = [json.loads(line) for line in open(f"{work}/pred-{kind}.jsonl")]
-    if kind == "bert":
-        load = lambda: BertForSequenceClassification.from_pretrained(f"{work}/bert-base").eval()
-        rows, _ = split(f"{work}/data.h5", "validation")
-    else:
-        load = lambda: AutoModelForCausalLM.from_pretrained(f"{work}/gpt2-base").eval()
-        rows, _ = split(f"{work}/packed.h5", "validation")
-    check_saved_tensors(work, kind, load())
-    model = PeftModel.from_pretrained(load(), f"{work}/lora-{kind}/final").eval()
-    plain = load()
-    if kind == "bert":
+    rows, _ = split(data_file(work, kind), "validation")
+    check_saved_tensors(work, kind, load_base(work, kind))
+    model = PeftModel.from_pretrained(load_base(work, kind), f"{work}/lora-{kind}/final").eval()
+    plain = load_base(work, kind)
+    if kind != "gpt2":
         ours, base = cls_logits(model, rows), cls_logits(plain, rows)
         theirs = [torch.tensor(r["logits"]) for r in pred]
         diff = max((a - b).abs().max().item() for a, b in zip(ours, theirs)) if len(ours) == len(theirs) else 1e9
@@ -149,10 +157,9 @@ def check_hpctrain_adapter(work, kind):
 def check_peft_adapter(work, kind):
     """(2): an adapter trained by peft evaluates in hpctrain (eval --adapter --json) as in peft."""
     hpctrain = json.load(open(f"{work}/eval-peft-{kind}.json"))
-    if kind == "bert":
-        base = BertForSequenceClassification.from_pretrained(f"{work}/bert-base")
-        model = PeftModel.from_pretrained(base, f"{work}/peft-bert").eval()
-        rows, labels = split(f"{work}/data.h5", "validation")
+    model = PeftModel.from_pretrained(load_base(work, kind), f"{work}/peft-{kind}").eval()
+    rows, labels = split(data_file(work, kind), "validation")
+    if kind != "gpt2":
         logits = torch.stack(cls_logits(model, rows))
         loss = torch.nn.functional.cross_entropy(logits, torch.tensor(labels)).item()
         accuracy = (logits.argmax(-1) == torch.tensor(labels)).double().mean().item()
@@ -160,9 +167,6 @@ def check_peft_adapter(work, kind):
         report(good, f"{kind}: peft's adapter: hpctrain eval's loss and accuracy == peft's",
                f"peft {loss:.6f} / {accuracy:.4f}, hpctrain {hpctrain['loss']:.6f} / {hpctrain['accuracy']:.4f}")
     else:
-        base = AutoModelForCausalLM.from_pretrained(f"{work}/gpt2-base")
-        model = PeftModel.from_pretrained(base, f"{work}/peft-gpt2").eval()
-        rows, _ = split(f"{work}/packed.h5", "validation")
         sums = lm_row_losses(model, rows)
         loss = sum(s for s, _ in sums) / sum(n for _, n in sums)
         report(close(loss, hpctrain["loss"]), f"{kind}: peft's adapter: hpctrain eval's loss == peft's",
@@ -173,10 +177,10 @@ if __name__ == "__main__":
     action, work = sys.argv[1], sys.argv[2]
     if action == "prepare":
         make_bases(work)
-        for kind in ("bert", "gpt2"):
+        for kind in KINDS:
             peft_train(work, kind)
     else:
-        for kind in ("bert", "gpt2"):
+        for kind in KINDS:
             for check in (check_hpctrain_adapter, check_peft_adapter):
                 try:
                     check(work, kind)
