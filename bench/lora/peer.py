@@ -18,7 +18,6 @@ Usage: mpirun -np N python peer.py --base DIR --data FILE.h5 --task seq-cls|caus
            [--target-modules query,value] [--port 29811]
 """
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -32,7 +31,7 @@ from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lm"))
-from torch_lm import describe  # noqa: E402  (bench/lm's peer: versions, ATen CPU capability, BLAS, oneDNN)
+from torch_lm import describe, init_gloo  # noqa: E402  (bench/lm's peer: its versions line, its gloo set-up)
 
 
 def parse():
@@ -107,12 +106,7 @@ def main():
         describe()
         return print(f"peer: peft {peft.__version__}")
     args = parse()
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
-    torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=300))
-    torch.manual_seed(0)
+    rank, world = init_gloo(args.threads, args.port)
     make, num_labels = batches(args, rank, world)
     model = load_model(args, num_labels)
     model.train()
