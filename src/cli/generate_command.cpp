@@ -14,6 +14,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/models/generation.hpp"
+#include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/tokenize/byte_level_bpe.hpp"
 #include "hpctrain/train/threads.hpp"
@@ -25,12 +26,12 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kGenerateUsage =
-    "hpctrain generate --model DIR [--tokenizer DIR] --prompt TEXT --max-new-tokens N "
+    "hpctrain generate --model DIR [--adapter DIR] [--tokenizer DIR] --prompt TEXT --max-new-tokens N "
     "[--temperature T --top-k K --top-p P --seed S] [--json]\n"
     "  one process (refused when a launcher started several); greedy unless --temperature > 0";
 
 struct GenerateOptions {
-  std::string model, tokenizer, prompt;
+  std::string model, adapter, tokenizer, prompt;
   models::GenerationOptions generation;
   int64_t seed = 0;
   int threads = 0;
@@ -43,6 +44,7 @@ po::options_description generate_options(GenerateOptions& o) {
   options.add_options()
       ("model", po::value(&o.model)->required(),
        "causal LM folder (gpt2, llama, qwen2: config.json + model.safetensors)")
+      ("adapter", po::value(&o.adapter), "LoRA adapter folder in PEFT's format applied to --model")
       ("tokenizer", po::value(&o.tokenizer), "folder with tokenizer.json (default: the --model folder)")
       ("prompt", po::value(&o.prompt)->required(), "the text to continue (encoded with the tokenizer's special tokens, "
        "e.g. a Llama-3 BOS)")
@@ -100,8 +102,9 @@ fs::path tokenizer_folder(const GenerateOptions& o) {
   return folder;
 }
 
-std::shared_ptr<models::CausalLM> load_model(const std::string& dir) {
+std::shared_ptr<models::CausalLM> load_model(const std::string& dir, const std::string& adapter) {
   auto loaded = models::causal_lm_from_pretrained(dir);
+  if (!adapter.empty()) (void)models::load_adapter(*loaded.model, adapter);  // Note [LoRA]
   if (!loaded.report.newly_initialized.empty())
     log::warning("{}: the LM head is not in the checkpoint; the generated tokens are random\n{}", dir,
                  loaded.report.summary());
@@ -119,7 +122,7 @@ int generate_command(const Args& args) {
   check_generate_options(o);
   (void)train::apply_threads(o.threads, 1);
   const fs::path tokenizer_dir = tokenizer_folder(o);
-  const std::shared_ptr<models::CausalLM> model = load_model(o.model);
+  const std::shared_ptr<models::CausalLM> model = load_model(o.model, o.adapter);
   const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(tokenizer_dir);
   const std::vector<int32_t> encoded = tokenizer.encode(o.prompt);
   const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());

@@ -17,6 +17,7 @@
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/output_check.hpp"
 #include "hpctrain/models/causal_lm.hpp"
+#include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/device.hpp"
@@ -32,7 +33,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ModelDataOptions {
-  std::string model, data, split = "validation", device = "auto";
+  std::string model, adapter, data, split = "validation", device = "auto";
   int64_t batch_size = 64;
   int64_t cache_mb = 512;
   int threads = 0;
@@ -42,6 +43,8 @@ struct ModelDataOptions {
 void add_model_data_options(po::options_description& options, ModelDataOptions& values) {
   options.add_options()
       ("model", po::value(&values.model)->required(), "Hugging Face model folder (config.json + model.safetensors)")
+      ("adapter", po::value(&values.adapter), "LoRA adapter folder in PEFT's format (adapter_config.json + "
+       "adapter_model.safetensors, from `hpctrain train --lora-r` or peft's save_pretrained) applied to --model")
       ("data", po::value(&values.data)->required(), "dataset file written by `hpctrain prep` (.h5)")
       ("split", po::value(&values.split)->default_value(values.split), "train | validation | test")
       ("batch-size", po::value(&values.batch_size)->default_value(values.batch_size), "examples per rank and batch")
@@ -56,8 +59,9 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
 // Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads
 // may differ per node; --output and --json are rank 0's.
 train::RunDescription describe(const ModelDataOptions& o, const data::DatasetReader& dataset) {
-  static_assert(core::field_count<ModelDataOptions>() == 8, "ModelDataOptions changed: describe the new member here");
+  static_assert(core::field_count<ModelDataOptions>() == 9, "ModelDataOptions changed: describe the new member here");
   train::RunDescription description = {{"--model", train::path_identity(o.model)},
+                                       {"--adapter", o.adapter.empty() ? "" : train::path_identity(o.adapter)},
                                        {"--split", o.split},
                                        {"--batch-size", std::to_string(o.batch_size)},
                                        {"--cache-mb", std::to_string(o.cache_mb)},
@@ -116,6 +120,9 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
     if (!pretrained.report.newly_initialized.empty())
       log::warning("{}: the head ({}) is not in the checkpoint; its predictions are random\n{}", options.model,
                    fmt::join(pretrained.report.newly_initialized, ", "), pretrained.report.summary());
+    if (!options.adapter.empty())  // Note [LoRA]: PeftModel.from_pretrained(base, adapter)
+      log::info("{}: LoRA adapter ({})", options.adapter, models::load_adapter(*pretrained.model, options.adapter).to_peft_json()
+                                                              .at("target_modules").dump());
     train::check_finite_weights(*pretrained.model, options.model);
     loaded.model = pretrained.model;
     loaded.model->to(loaded.device);
@@ -155,7 +162,7 @@ int eval_command(const Args& args, dist::Comm& comm) {
   add_model_data_options(description, options);
   description.add_options()("json", po::bool_switch(&json), "print JSON");
   po::variables_map values;
-  if (!parse_options(args, "hpctrain eval --model DIR --data FILE.h5 [--split validation] [--json]", description, values))
+  if (!parse_options(args, "hpctrain eval --model DIR [--adapter DIR] --data FILE.h5 [--split validation] [--json]", description, values))
     return 0;
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
@@ -178,7 +185,7 @@ int predict_command(const Args& args, dist::Comm& comm) {
       ("output", po::value(&output)->required(), "JSONL file: one line per example, in stored order")
       ("overwrite", po::bool_switch(&overwrite), "replace an existing --output file (never one of the inputs)");
   po::variables_map values;
-  if (!parse_options(args, "hpctrain predict --model DIR --data FILE.h5 --split S --output preds.jsonl", description, values))
+  if (!parse_options(args, "hpctrain predict --model DIR [--adapter DIR] --data FILE.h5 --split S --output preds.jsonl", description, values))
     return 0;
   agree_on_options(options, comm, "predict");
   dist::run_collectively(comm, "checking --output", [&] {

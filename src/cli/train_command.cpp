@@ -50,7 +50,18 @@ po::options_description model_group(train::TrainOptions& o, Texts& t) {
        "follow the dataset")
       ("gradient-checkpointing", po::bool_switch(&o.accelerator.gradient_checkpointing), "keep only each transformer layer's input "
        "and recompute the layer in backward: less activation memory for about one more forward (DistilBERT, BERT, GPT-2, "
-       "Llama, Qwen2)");
+       "Llama, Qwen2)")
+      ("lora-r", po::value(&o.lora_r)->default_value(o.lora_r), "LoRA: train adapters of this rank on the frozen --model "
+       "(PEFT's LoRA; 0 = full fine-tuning); OUTPUT/final is then a PEFT adapter folder")
+      ("lora-alpha", po::value(&o.lora_alpha)->default_value(o.lora_alpha), "LoRA scaling alpha (the delta is scaled by alpha / r)")
+      ("lora-dropout", po::value(&o.lora_dropout)->default_value(o.lora_dropout), "dropout on the adapters' input")
+      ("lora-target-modules", po::value(&o.lora_target_modules), "comma list of the HF model's module names to adapt "
+       "(q_lin,v_lin DistilBERT; query,value BERT; c_attn GPT-2; q_proj,v_proj Llama/Qwen2 - the defaults) or all-linear")
+      ("lora-modules-to-save", po::value(&o.lora_modules_to_save)->default_value(o.lora_modules_to_save),
+       "comma list of modules trained whole and saved with the adapter; auto: PEFT's (classifier, score) for a "
+       "classifier, none for a causal LM; none")
+      ("merge-lora", po::bool_switch(&o.merge_lora), "also write OUTPUT/final-merged: the base with the adapter merged "
+       "(a transformers model folder)");
   return g;
 }
 

@@ -58,9 +58,9 @@ at::Tensor BertEmbeddings::forward(const at::Tensor& input_ids, const at::Tensor
 
 BertSelfAttention::BertSelfAttention(const io::BertConfig& s)
     : heads_(s.num_attention_heads), dropout_(s.attention_probs_dropout_prob) {
-  query = register_module("query", torch::nn::Linear(s.hidden_size, s.hidden_size));
-  key = register_module("key", torch::nn::Linear(s.hidden_size, s.hidden_size));
-  value = register_module("value", torch::nn::Linear(s.hidden_size, s.hidden_size));
+  query = register_module("query", LoraLinear(s.hidden_size, s.hidden_size));
+  key = register_module("key", LoraLinear(s.hidden_size, s.hidden_size));
+  value = register_module("value", LoraLinear(s.hidden_size, s.hidden_size));
 }
 
 at::Tensor BertSelfAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
@@ -70,7 +70,7 @@ at::Tensor BertSelfAttention::forward(const at::Tensor& hidden, const at::Tensor
 
 BertResidualOutput::BertResidualOutput(const io::BertConfig& s, int64_t in_features)
     : dropout_(s.hidden_dropout_prob) {
-  dense = register_module("dense", torch::nn::Linear(in_features, s.hidden_size));
+  dense = register_module("dense", LoraLinear(in_features, s.hidden_size));
   layer_norm = register_module("LayerNorm", make_layer_norm(s));
 }
 
@@ -85,7 +85,7 @@ BertLayer::BertLayer(const io::BertConfig& s) : activation_(s.activation_fn()) {
   self_attention = attention->register_module("self", std::make_shared<BertSelfAttention>(s));
   attention_output = attention->register_module("output", std::make_shared<BertResidualOutput>(s, s.hidden_size));
   intermediate = scope(*this, "intermediate")
-                     ->register_module("dense", torch::nn::Linear(s.hidden_size, s.intermediate_size));
+                     ->register_module("dense", LoraLinear(s.hidden_size, s.intermediate_size));
   output = register_module("output", std::make_shared<BertResidualOutput>(s, s.intermediate_size));
 }
 
@@ -102,7 +102,7 @@ BertModel::BertModel(const io::BertConfig& s) {
     layer_list->push_back(layers.back());
   }
   scope(*this, "encoder")->register_module("layer", layer_list);
-  pooler = scope(*this, "pooler")->register_module("dense", torch::nn::Linear(s.hidden_size, s.hidden_size));
+  pooler = scope(*this, "pooler")->register_module("dense", LoraLinear(s.hidden_size, s.hidden_size));
 }
 
 BertForSequenceClassification::BertForSequenceClassification(io::HfConfig config)
@@ -112,7 +112,7 @@ BertForSequenceClassification::BertForSequenceClassification(io::HfConfig config
                  "BERT config: num_attention_heads {} must divide hidden_size {} evenly", s.num_attention_heads,
                  s.hidden_size);
   bert = register_module("bert", std::make_shared<BertModel>(s));
-  classifier = register_module("classifier", torch::nn::Linear(s.hidden_size, num_labels()));
+  classifier = register_module("classifier", LoraLinear(s.hidden_size, num_labels()));
   init_weights();
 }
 

@@ -18,7 +18,7 @@ torch::nn::LayerNorm make_layer_norm(const io::DistilBertConfig& s) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({s.dim}).eps(io::DistilBertConfig::layer_norm_eps));
 }
 
-torch::nn::Linear make_linear(int64_t in, int64_t out) { return torch::nn::Linear(in, out); }
+LoraLinear make_linear(int64_t in, int64_t out) { return LoraLinear(in, out); }
 
 }  // namespace
 

@@ -33,7 +33,7 @@ at::Tensor Gpt2Conv1D::forward(const at::Tensor& x) {
   // As transformers' Conv1D (addmm also under autocast, so bf16 regions cast the bias as there).
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(1);
-  return at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(shape);
+  return with_lora(at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(shape), x, is_training());
 }
 
 Gpt2Attention::Gpt2Attention(const io::Gpt2Config& s)

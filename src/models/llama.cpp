@@ -40,8 +40,8 @@ at::Tensor rotate_half(const at::Tensor& x) {
   return at::cat({x.slice(-1, half).neg(), x.slice(-1, 0, half)}, -1);
 }
 
-torch::nn::Linear make_linear(int64_t in, int64_t out, bool bias) {
-  return torch::nn::Linear(torch::nn::LinearOptions(in, out).bias(bias));
+LoraLinear make_linear(int64_t in, int64_t out, bool bias) {
+  return LoraLinear(torch::nn::LinearOptions(in, out).bias(bias));
 }
 
 }  // namespace
@@ -168,7 +168,8 @@ LlamaForCausalLM::LlamaForCausalLM(io::HfConfig config)
                                    settings_.tie_word_embeddings, {"rotary_emb.inv_freq"})) {  // old exports' buffer
   model = register_module("model", std::make_shared<LlamaModel>(settings_, is_qwen2(this->config())));
   if (!settings_.tie_word_embeddings) {
-    lm_head = register_module("lm_head", make_linear(settings_.hidden_size, settings_.vocab_size, false));
+    lm_head = register_module(
+        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(settings_.hidden_size, settings_.vocab_size).bias(false)));
   }
   init_weights();
 }

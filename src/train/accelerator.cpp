@@ -300,7 +300,9 @@ void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_
   dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
     if (!comm_.is_main_process()) return;
     io::write_folder_atomically(dir, [&](const fs::path& tmp) {
-      if (const auto* known = dynamic_cast<const models::Model*>(model_))
+      if (model_files_)
+        model_files_->write(tmp);
+      else if (const auto* known = dynamic_cast<const models::Model*>(model_))
         models::write_pretrained_files(*known, tmp, tokenizer_files_);
       else
         models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
@@ -329,11 +331,13 @@ void Accelerator::load_tensors(const fs::path& dir) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::load_tensors: no model prepared");
   const bool hf_model = dynamic_cast<const models::Model*>(model_) != nullptr;
   const TensorMap weights = read_on_root(comm_, fmt::format("reading the model weights in '{}'", dir.string()), [&] {
+    if (model_files_) return model_files_->read(dir);
     if (!hf_model) return models::load_tensor_file(dir / kModelWeightsName);
     const models::StateDict stored = models::read_weights(dir);  // model.safetensors or its shards
     return TensorMap(stored.begin(), stored.end());
   });
-  models::copy_tensors_strict(weights, model_tensors(*model_), fmt::format("model weights in '{}'", dir.string()));
+  models::copy_tensors_strict(weights, model_files_ ? model_files_->tensors() : model_tensors(*model_),
+                              fmt::format("model weights in '{}'", dir.string()));
   if (optimizer_ != nullptr) {
     const fs::path file = dir / kOptimizerName;
     const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", file.string()), [&] {

@@ -11,6 +11,7 @@
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/model.hpp"
 #include "hpctrain/train/train_options.hpp"
+#include "lora_setup.hpp"
 
 namespace hpctrain::train {
 
@@ -18,6 +19,7 @@ struct ModelSetup {
   std::shared_ptr<models::Model> model;  // a classifier, or a causal LM for a causal-lm dataset
   std::vector<std::filesystem::path> tokenizer_files;  // copied into checkpoints and final/
   std::vector<std::string> notes;                      // what was decided, for the log
+  std::shared_ptr<LoraRun> lora;  // --lora-r > 0: the adapters attached to `model` (Note [LoRA]); null otherwise
 };
 
 // Names accepted as --model-config preset:NAME.
@@ -37,7 +39,8 @@ struct ModelSetup {
 
 // Builds the model (torch::manual_seed(options.seed) first, so every rank draws the same weights):
 // config from --model / --model-config, for a labelled dataset labels set from its label_names (a --model
-// head of another size is re-initialized and reported), weights loaded strictly from --model.
+// head of another size is re-initialized and reported), weights loaded strictly from --model; with --lora-r the
+// adapters attached and the base frozen (Note [LoRA]).
 [[nodiscard]] ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset);
 
 }  // namespace hpctrain::train

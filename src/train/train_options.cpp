@@ -12,6 +12,7 @@
 #include "hpctrain/core/field_count.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/time_limit.hpp"
+#include "lora_setup.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -151,6 +152,12 @@ const OptionField kFields[] = {
     {"--tokenizer", kContent, text_of<&O::tokenizer>},
     {"--model", kContent, text_of<&O::model_dir>},
     {"--model-config", kContent, text_of<&O::model_config>},
+    {"--lora-r", kValue, text_of<&O::lora_r>},
+    {"--lora-alpha", kValue, text_of<&O::lora_alpha>},
+    {"--lora-dropout", kValue, text_of<&O::lora_dropout>},
+    {"--lora-target-modules", kValue, text_of<&O::lora_target_modules>},
+    {"--lora-modules-to-save", kValue, text_of<&O::lora_modules_to_save>},
+    {"--merge-lora", kValue, text_of<&O::merge_lora>},  // every rank takes part in saving the final model
     {"--epochs", kValue, text_of<&O::epochs>},
     {"--max-steps", kValue, text_of<&O::max_steps>},
     {"--batch-size", kValue, text_of<&O::batch_size>},
@@ -245,6 +252,7 @@ void validate_train_options(const TrainOptions& options) {
   HPCTRAIN_CHECK(fs::is_regular_file(options.data), "--data '{}': no such file", options.data.string());
   HPCTRAIN_CHECK(!options.train_split.empty(), "--train-split: expected a split name");
   check_model_choice(options);
+  check_lora_options(options);
   check_optimization(options);
   check_distributed(options);
   check_outputs(options);

@@ -118,6 +118,14 @@ TestSignal test_signal_from_environment() {
   return out;
 }
 
+// The parameters that train (Note [LoRA]: frozen ones get no optimizer state, as they get no reducer bucket).
+optim::NamedParameters trainable_parameters(const torch::nn::Module& model) {
+  optim::NamedParameters out;
+  for (const auto& item : model.named_parameters())
+    if (item.value().requires_grad()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
 struct Run {
   const TrainOptions& options;
   dist::Comm& comm;
@@ -258,7 +266,8 @@ void Run::build(const ResumePoint& resume) {
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
-  optimizer = optim::make_optimizer(options.optimizer, setup.model->named_parameters().pairs());
+  if (setup.lora) acc.set_model_files(setup.lora);  // Note [LoRA]: checkpoints hold the adapter only
+  optimizer = optim::make_optimizer(options.optimizer, trainable_parameters(*setup.model));
   acc.register_optimizer(*optimizer);
   if (resume.state) {
     acc.load_tensors(resume.dir);  // verified by find_resume_point
@@ -601,7 +610,10 @@ TrainResult Run::finish(double seconds, int64_t samples) {
   result.final_dir = options.output / "final";
   dist::run_collectively(comm, "saving the final model", [&] {
     if (!comm.is_main_process()) return;
-    models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
+    if (setup.lora)  // Note [LoRA]: final/ is an adapter folder in PEFT's format
+      setup.lora->save_final(options.output, setup.tokenizer_files, options.merge_lora, parse_save_dtype(options.save_dtype));
+    else
+      models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
     io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
   });
   log::info("done: {} steps in {} ({:.1f} samples/s); final model in {}", state.global_step, format_duration(seconds),

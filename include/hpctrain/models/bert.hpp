@@ -5,6 +5,8 @@
 // Not here: relative position embeddings, decoder/cross-attention, head_mask, past key values.
 #pragma once
 
+#include "hpctrain/models/lora.hpp"
+
 #include "hpctrain/models/model.hpp"
 
 #include <torch/nn/modules/embedding.h>
@@ -35,7 +37,7 @@ class BertSelfAttention : public torch::nn::Module {
   explicit BertSelfAttention(const io::BertConfig& config);
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask);
 
-  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+  LoraLinear query{nullptr}, key{nullptr}, value{nullptr};
 
  private:
   int64_t heads_;
@@ -48,7 +50,7 @@ class BertResidualOutput : public torch::nn::Module {
   BertResidualOutput(const io::BertConfig& config, int64_t in_features);
   at::Tensor forward(const at::Tensor& x, const at::Tensor& residual);
 
-  torch::nn::Linear dense{nullptr};
+  LoraLinear dense{nullptr};
   torch::nn::LayerNorm layer_norm{nullptr};  // "LayerNorm"
 
  private:
@@ -62,7 +64,7 @@ class BertLayer : public TransformerLayer {
 
   std::shared_ptr<BertSelfAttention> self_attention;      // "attention.self"
   std::shared_ptr<BertResidualOutput> attention_output;   // "attention.output"
-  torch::nn::Linear intermediate{nullptr};                // "intermediate.dense"
+  LoraLinear intermediate{nullptr};                // "intermediate.dense"
   std::shared_ptr<BertResidualOutput> output;             // "output"
 
  private:
@@ -77,7 +79,7 @@ class BertModel : public torch::nn::Module {
 
   std::shared_ptr<BertEmbeddings> embeddings;
   std::vector<std::shared_ptr<BertLayer>> layers;  // registered as encoder.layer.N
-  torch::nn::Linear pooler{nullptr};               // "pooler.dense"; tanh(dense(hidden[:, 0]))
+  LoraLinear pooler{nullptr};               // "pooler.dense"; tanh(dense(hidden[:, 0]))
 };
 
 class BertForSequenceClassification : public SequenceClassifier {
@@ -92,7 +94,7 @@ class BertForSequenceClassification : public SequenceClassifier {
   [[nodiscard]] std::vector<TransformerLayer*> transformer_layers() override;
 
   std::shared_ptr<BertModel> bert;
-  torch::nn::Linear classifier{nullptr};
+  LoraLinear classifier{nullptr};
 
  private:
   io::BertConfig settings_;  // a copy of config().bert()

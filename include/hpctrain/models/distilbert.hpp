@@ -4,6 +4,8 @@
 // with the dtype's lowest value). Not here: head pruning, head_mask, output_attentions/hidden_states.
 #pragma once
 
+#include "hpctrain/models/lora.hpp"
+
 #include "hpctrain/models/model.hpp"
 
 #include <torch/nn/modules/embedding.h>
@@ -35,7 +37,7 @@ class DistilBertAttention : public torch::nn::Module {  // transformers' MultiHe
   explicit DistilBertAttention(const io::DistilBertConfig& config);
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask);
 
-  torch::nn::Linear q_lin{nullptr}, k_lin{nullptr}, v_lin{nullptr}, out_lin{nullptr};
+  LoraLinear q_lin{nullptr}, k_lin{nullptr}, v_lin{nullptr}, out_lin{nullptr};
 
  private:
   int64_t heads_;
@@ -47,7 +49,7 @@ class DistilBertFFN : public torch::nn::Module {
   explicit DistilBertFFN(const io::DistilBertConfig& config);
   at::Tensor forward(const at::Tensor& hidden);
 
-  torch::nn::Linear lin1{nullptr}, lin2{nullptr};
+  LoraLinear lin1{nullptr}, lin2{nullptr};
 
  private:
   io::Activation activation_;
@@ -87,7 +89,7 @@ class DistilBertForSequenceClassification : public SequenceClassifier {
   [[nodiscard]] std::vector<TransformerLayer*> transformer_layers() override;
 
   std::shared_ptr<DistilBertModel> distilbert;
-  torch::nn::Linear pre_classifier{nullptr}, classifier{nullptr};
+  LoraLinear pre_classifier{nullptr}, classifier{nullptr};
 
  private:
   io::DistilBertConfig settings_;  // a copy of config().distilbert()

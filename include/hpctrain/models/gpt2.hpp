@@ -13,6 +13,7 @@
 #pragma once
 
 #include "hpctrain/models/causal_lm.hpp"
+#include "hpctrain/models/lora.hpp"
 
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
@@ -25,10 +26,16 @@
 namespace hpctrain::models {
 
 // transformers' Conv1D (Note [Conv1D weights]): weight [in_features, out_features], bias [out_features].
-class Gpt2Conv1D : public torch::nn::Module {
+// It can carry a LoRA adapter (Note [LoRA]: PEFT's fan_in_fan_out layer).
+class Gpt2Conv1D : public torch::nn::Module, public LoraTarget {
  public:
   Gpt2Conv1D(int64_t in_features, int64_t out_features);
   at::Tensor forward(const at::Tensor& x);  // [..., in] -> [..., out]
+  [[nodiscard]] int64_t in_features() const override { return weight.size(0); }
+  [[nodiscard]] int64_t out_features() const override { return weight.size(1); }
+  [[nodiscard]] at::Tensor& base_weight() override { return weight; }
+  [[nodiscard]] bool fan_in_fan_out() const override { return true; }
+  [[nodiscard]] torch::nn::Module& as_module() override { return *this; }
 
   at::Tensor weight, bias;
 };

@@ -8,6 +8,8 @@
 // function), the decoding loop (generation.hpp).
 #pragma once
 
+#include "hpctrain/models/lora.hpp"
+
 #include "hpctrain/models/causal_lm.hpp"
 
 #include <torch/nn/modules/embedding.h>
@@ -52,7 +54,7 @@ class LlamaAttention : public torch::nn::Module {
   // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
   at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
 
-  torch::nn::Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
  private:
   int64_t heads_, kv_heads_, head_dim_;
@@ -65,7 +67,7 @@ class LlamaMlp : public torch::nn::Module {  // down(act(gate(x)) * up(x))
   LlamaMlp(const io::LlamaConfig& config, bool bias);
   at::Tensor forward(const at::Tensor& hidden);
 
-  torch::nn::Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  LoraLinear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 
  private:
   io::Activation activation_;

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -50,6 +51,19 @@ class AutocastRegion {
 
  private:
   std::optional<compat::AutocastScope> scope_;
+};
+
+// How a checkpoint holds the model, when not whole (set_model_files): an adapter run (Note [LoRA]) keeps only
+// its trainable tensors and names its frozen base. Names are the model's parameter names.
+class ModelFiles {
+ public:
+  virtual ~ModelFiles() = default;
+  // Rank 0: writes the model's part of a checkpoint into `dir` (an existing, empty temporary folder).
+  virtual void write(const std::filesystem::path& dir) const = 0;
+  // Rank 0: the tensors write() stored in `dir`, by the names of tensors(); Error when they cannot belong here.
+  [[nodiscard]] virtual std::map<std::string, at::Tensor> read(const std::filesystem::path& dir) const = 0;
+  // The live tensors read() fills.
+  [[nodiscard]] virtual std::map<std::string, at::Tensor> tensors() const = 0;
 };
 
 // What Accelerator::optimizer_step did (Note [The step protocol]).
@@ -185,6 +199,8 @@ class Accelerator {
   void load_tensors(const std::filesystem::path& dir);
   // Tokenizer files save_state copies into model folders.
   void set_tokenizer_files(std::vector<std::filesystem::path> files) { tokenizer_files_ = std::move(files); }
+  // How save_state and load_tensors hold the model; null (the default): whole, as described there.
+  void set_model_files(std::shared_ptr<const ModelFiles> files) { model_files_ = std::move(files); }
 
   void wait_for_everyone() { comm_.barrier(); }
 
@@ -213,6 +229,7 @@ class Accelerator {
   std::vector<at::Tensor> trainable_;
   std::unique_ptr<ddp::GradientReducer> reducer_;
   std::vector<std::filesystem::path> tokenizer_files_;
+  std::shared_ptr<const ModelFiles> model_files_;
   std::set<std::string> logged_warnings_;
   int64_t micro_batches_ = 0;  // accumulate() calls since the last sync
   int64_t local_steps_ = 0;    // Local SGD: local_sgd_step() calls since parameters were last averaged

@@ -28,6 +28,13 @@ struct TrainOptions {
   // ---- Model ----
   std::filesystem::path model_dir;         // a Hugging Face folder (config.json + safetensors)
   std::string model_config;                // a config.json file, or "preset:NAME" (see model_presets())
+  // LoRA (Note [LoRA] in models/lora.hpp), PEFT's names: adapters of rank lora_r > 0 on a frozen --model.
+  int64_t lora_r = 0;                      // 0 = no LoRA: every parameter trains
+  double lora_alpha = 8;                   // scaling = alpha / r
+  double lora_dropout = 0;
+  std::string lora_target_modules;         // comma list or all-linear; "" = PEFT's default for the model type
+  std::string lora_modules_to_save = "auto";  // comma list; auto = PEFT's for the task (classifier heads); none
+  bool merge_lora = false;                 // also write OUTPUT/final-merged: the base with the adapter merged
 
   // ---- Optimization ----
   int64_t epochs = 3;
