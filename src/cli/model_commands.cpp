@@ -121,8 +121,7 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
       log::warning("{}: the head ({}) is not in the checkpoint; its predictions are random\n{}", options.model,
                    fmt::join(pretrained.report.newly_initialized, ", "), pretrained.report.summary());
     if (!options.adapter.empty())  // Note [LoRA]: PeftModel.from_pretrained(base, adapter)
-      log::info("{}: LoRA adapter ({})", options.adapter, models::load_adapter(*pretrained.model, options.adapter).to_peft_json()
-                                                              .at("target_modules").dump());
+      (void)models::load_adapter(*pretrained.model, options.adapter);
     train::check_finite_weights(*pretrained.model, options.model);
     loaded.model = pretrained.model;
     loaded.model->to(loaded.device);

@@ -52,12 +52,15 @@ void check_lora_options(const TrainOptions& o) {
                  "folder), not --model-config", o.lora_r);
 }
 
-std::optional<models::LoraConfig> lora_config_of(const TrainOptions& o) {
+std::optional<models::LoraConfig> lora_config_of(const TrainOptions& o, const models::Model& model) {
   if (o.lora_r == 0) return std::nullopt;
   models::LoraConfig config;
   config.r = o.lora_r, config.alpha = o.lora_alpha, config.dropout = o.lora_dropout;
   config.target_modules = split_lora_list(o.lora_target_modules);
-  if (o.lora_modules_to_save != "auto" && o.lora_modules_to_save != "none")
+  config.task_type = models::lora_task_type(model);
+  if (o.lora_modules_to_save == "auto")
+    config.modules_to_save = models::default_modules_to_save(config.task_type);
+  else if (o.lora_modules_to_save != "none")
     config.modules_to_save = split_lora_list(o.lora_modules_to_save);
   config.base_model_name_or_path = o.model_dir.string();
   return config;

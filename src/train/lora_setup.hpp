@@ -19,8 +19,9 @@ namespace hpctrain::train {
 // Beside the adapter in checkpoints and final/: {"base_model_name_or_path", "base_weights_sha256"}.
 constexpr const char* kLoraBaseName = "lora_base.json";
 
-// The adapter options of `options`; nullopt when --lora-r is 0 (no LoRA). Error naming the option otherwise.
-[[nodiscard]] std::optional<models::LoraConfig> lora_config_of(const TrainOptions& options);
+// The adapter options of `options` for `model` (--lora-modules-to-save auto: PEFT's for its task); nullopt when
+// --lora-r is 0 (no LoRA).
+[[nodiscard]] std::optional<models::LoraConfig> lora_config_of(const TrainOptions& options, const models::Model& model);
 // Checks of the LoRA options that need no model (validate_train_options calls it).
 void check_lora_options(const TrainOptions& options);
 

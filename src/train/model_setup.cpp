@@ -251,7 +251,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
     const std::string summary = report.summary();
     if (!summary.empty()) setup.notes.push_back(summary);
   }
-  if (auto lora = lora_config_of(options)) {  // after the base is loaded: adapters start from it
+  if (auto lora = lora_config_of(options, *setup.model)) {  // after the base is loaded: adapters start from it
     setup.notes.push_back(models::apply_lora(*setup.model, *lora).summary());
     setup.lora = std::make_shared<LoraRun>(setup.model, std::move(*lora), options.model_dir);
   }

@@ -1,6 +1,7 @@
 // Note [Agreed options] without MPI: what each rank describes, and the message when ranks differ.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -34,6 +35,11 @@ BOOST_AUTO_TEST_CASE(the_table_lists_each_flag_once) {
   for (const OptionField& field : train_option_fields()) BOOST_TEST(flags.insert(field.flag).second, field.flag);
   BOOST_TEST(flags.count("--gradient-accumulation-steps") == 1u);
   BOOST_TEST(flags.count("--collective-timeout") == 1u);
+  for (const char* lora : {"--lora-r", "--lora-alpha", "--lora-dropout", "--lora-target-modules", "--lora-modules-to-save",
+                           "--merge-lora"})  // Note [LoRA]: every rank must train the same adapters
+    BOOST_TEST(std::any_of(train_option_fields().begin(), train_option_fields().end(),
+                           [&](const OptionField& f) { return f.flag == std::string(lora) && f.agreement == Agreement::value; }),
+               lora);
 }
 
 BOOST_AUTO_TEST_CASE(agreed_options_are_described_and_per_rank_ones_are_not) {

@@ -183,9 +183,9 @@ class Accelerator {
   // so that its dropout masks continue the interrupted run's (Note [Dropout seeds]).
   void set_seed(uint64_t seed) { options_.seed = seed; }
 
-  // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): a models::Model as
-  // save_pretrained (config.json, model.safetensors, tokenizer files), any other module as
-  // model.safetensors; optimizer.safetensors when one is registered; scaler.json with loss scaling;
+  // Collective. Rank 0 writes `dir` atomically (checkpoint.hpp): the model through set_model_files' ModelFiles
+  // when set (Note [LoRA]: the adapter only), else a models::Model as save_pretrained (config.json,
+  // model.safetensors, tokenizer files), any other module as model.safetensors; optimizer.safetensors when one is registered; scaler.json with loss scaling;
   // trainer_state.json when
   // `trainer_state` is not null; last checksums.sha256 (Note [Verified checkpoints]). Returns after
   // every rank knows the folder is complete.
@@ -193,7 +193,8 @@ class Accelerator {
   // Collective. Rank 0 verifies `dir` against its checksums.sha256 (Error naming a corrupt file on every
   // rank), then load_tensors(dir). Returns trainer_state.json (null when absent).
   nlohmann::json load_state(const std::filesystem::path& dir);
-  // Collective. Rank 0 reads `dir`, every rank receives: the model's weights and buffers (strict) and
+  // Collective. Rank 0 reads `dir`, every rank receives: the model's weights and buffers (strict; or what the
+  // ModelFiles read, into its tensors) and
   // the optimizer's state when registered, the loss scaler's when scaling and the folder has scaler.json
   // (a folder without it leaves the scale as it is). No verification: for callers that verified `dir` already.
   void load_tensors(const std::filesystem::path& dir);
