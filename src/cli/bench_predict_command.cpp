@@ -20,11 +20,11 @@ namespace {
 constexpr const char* kBenchPredictUsage =
     "hpctrain bench predict --model-config FILE [--batch-size N] [--sequence-length L] [--threads T] [--steps S]\n"
     "    [--forward-ms F --backward-ms B --optimizer-ms O] (--comm-json FILE | --latency-us A --link-gbps G)\n"
-    "    [--nodes N] [--gpus-per-node G] [--overlap on|off] [--json]";
+    "    [--nodes N] [--gpus-per-node G] [--overlap on|off] [--zero-stage 0|1|2] [--json]";
 
 struct PredictArgs {
   std::string model_config, comm_json, overlap = "on";
-  int threads = 1, steps = 5, warmup = 1, nodes = 1, gpus_per_node = 1;
+  int threads = 1, steps = 5, warmup = 1, nodes = 1, gpus_per_node = 1, zero_stage = 0;
   double forward_ms = -1, backward_ms = -1, optimizer_ms = -1, latency_us = -1, link_gbps = -1;
   bool json = false;
 };
@@ -47,6 +47,8 @@ po::options_description predict_options(PredictArgs& a, train::MemoryEstimateOpt
       ("nodes", po::value(&a.nodes)->default_value(a.nodes), "predict for 1, 2, 4, ... up to this many nodes")
       ("gpus-per-node", po::value(&a.gpus_per_node)->default_value(a.gpus_per_node), "ranks per node")
       ("overlap", po::value(&a.overlap)->default_value(a.overlap), "on | off: buckets reduced during backward")
+      ("zero-stage", po::value(&a.zero_stage)->default_value(a.zero_stage),
+       "0 | 1 | 2: ZeRO's reduce-scatter, sharded update and parameter all-gather instead of the allreduce")
       ("json", po::bool_switch(&a.json), "print JSON instead of the table");
   return g;
 }
@@ -100,6 +102,19 @@ nlohmann::json assumptions(const PredictArgs& a, bool measured) {
       "the optimizer starts after the last bucket"});
 }
 
+// Note [ZeRO step model], for the assumptions the prediction prints.
+void add_zero_assumptions(nlohmann::json& lines, int zero_stage) {
+  if (zero_stage == 0) return;
+  lines.push_back(fmt::format("--zero-stage {}: each bucket reduce-scattered (half a ring: (p-1) alpha + (p-1)/p * "
+                              "bytes * beta) where stage 0 allreduces it, overlapped with backward alike; one 8-byte "
+                              "allreduce (the global gradient norm); the update of 1/p of the parameters (optimizer "
+                              "time / p)", zero_stage));
+  lines.push_back("then the updated parameters all-gathered bucket by bucket (the other half ring each), after the "
+                  "whole update: exposed, as hpctrain does it (no overlap with later buckets' updates); padding "
+                  "ignored; stages 1 and 2 take the same time (they differ in memory); efficiency (the single-rank stage-0 step "
+                  "over this step) exceeds 100 % where the sharded update saves more than the exposed all-gathers cost");
+}
+
 nlohmann::json prediction_json(const PredictArgs& a, const train::ScalingInputs& in) {
   int64_t gradient_bytes = 0;
   for (const int64_t b : in.bucket_bytes) gradient_bytes += b;
@@ -108,14 +123,17 @@ nlohmann::json prediction_json(const PredictArgs& a, const train::ScalingInputs&
     const train::StepPrediction p = train::predict_step(in, nodes * a.gpus_per_node);
     rows.push_back({{"nodes", nodes}, {"ranks", p.ranks}, {"step_s", p.step_s}, {"comm_s", p.comm_s},
                     {"exposed_comm_s", p.exposed_comm_s}, {"efficiency", p.efficiency}});
+    if (in.zero_stage > 0) rows.back()["allgather_s"] = p.allgather_s, rows.back()["optimizer_s"] = p.optimizer_s;
   }
+  nlohmann::json lines = assumptions(a, a.forward_ms < 0);
+  add_zero_assumptions(lines, in.zero_stage);
   return {{"machine", bench_machine_json()},
           {"step", {{"forward_s", in.step.forward_s}, {"backward_s", in.step.backward_s},
                     {"optimizer_s", in.step.optimizer_s}}},
           {"gradient_bytes", gradient_bytes}, {"buckets", in.bucket_bytes.size()}, {"bucket_bytes", in.bucket_bytes},
           {"network", {{"alpha_s", in.network.alpha_s}, {"beta_s_per_byte", in.network.beta_s_per_byte}}},
-          {"gpus_per_node", a.gpus_per_node}, {"overlap", in.overlap}, {"predictions", rows},
-          {"assumptions", assumptions(a, a.forward_ms < 0)}};
+          {"gpus_per_node", a.gpus_per_node}, {"overlap", in.overlap}, {"zero_stage", in.zero_stage},
+          {"predictions", rows}, {"assumptions", lines}};
 }
 
 void print_prediction_table(const nlohmann::json& j) {
@@ -127,11 +145,17 @@ void print_prediction_table(const nlohmann::json& j) {
               j["gradient_bytes"].get<double>() / (1 << 20), j["buckets"].get<std::size_t>(),
               1e6 * j["network"]["alpha_s"].get<double>(), 1e9 * j["network"]["beta_s_per_byte"].get<double>(),
               8e-9 / j["network"]["beta_s_per_byte"].get<double>());
-  std::printf("%6s %6s %12s %12s %14s %11s\n", "nodes", "ranks", "step ms", "allreduce ms", "exposed ms", "efficiency");
-  for (const auto& r : j["predictions"])
-    std::printf("%6d %6d %12.2f %12.2f %14.2f %10.1f%%\n", r["nodes"].get<int>(), r["ranks"].get<int>(),
+  const bool zero = j["zero_stage"].get<int>() > 0;
+  if (zero) std::printf("ZeRO stage %d: comm ms = reduce-scatters + norm + all-gathers\n", j["zero_stage"].get<int>());
+  std::printf("%6s %6s %12s %12s %14s %11s%s\n", "nodes", "ranks", "step ms", zero ? "comm ms" : "allreduce ms",
+              "exposed ms", "efficiency", zero ? "  all-gather ms" : "");
+  for (const auto& r : j["predictions"]) {
+    std::printf("%6d %6d %12.2f %12.2f %14.2f %10.1f%%", r["nodes"].get<int>(), r["ranks"].get<int>(),
                 1e3 * r["step_s"].get<double>(), 1e3 * r["comm_s"].get<double>(),
                 1e3 * r["exposed_comm_s"].get<double>(), 100 * r["efficiency"].get<double>());
+    if (zero) std::printf(" %14.2f", 1e3 * r["allgather_s"].get<double>());
+    std::printf("\n");
+  }
   std::printf("assumptions:\n");
   for (const auto& line : j["assumptions"]) std::printf("  - %s\n", line.get<std::string>().c_str());
 }
@@ -147,6 +171,8 @@ void check_args(const PredictArgs& a, const train::MemoryEstimateOptions& o) {
   HPCTRAIN_CHECK(!a.model_config.empty(), "bench predict: --model-config FILE is required (the gradient sizes)");
   HPCTRAIN_CHECK(a.overlap == "on" || a.overlap == "off", "bench predict: --overlap is on or off, got '{}'", a.overlap);
   HPCTRAIN_CHECK(a.gpus_per_node >= 1, "bench predict: --gpus-per-node must be at least 1, got {}", a.gpus_per_node);
+  HPCTRAIN_CHECK(a.zero_stage >= 0 && a.zero_stage <= 2, "bench predict: --zero-stage {}: expected 0, 1 or 2",
+                 a.zero_stage);
   optim::validate_optimizer_options(o.optimizer);
 }
 
@@ -163,6 +189,7 @@ int bench_predict_command(const Args& args) {
   train::ScalingInputs in;
   in.network = network(a);
   in.overlap = a.overlap == "on";
+  in.zero_stage = a.zero_stage;
   in.bucket_bytes = train::gradient_bucket_bytes(train::parameter_shapes(config));
   in.step = step_profile(a, config, o);
   return print_prediction(a, in);

@@ -9,6 +9,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/train/accelerator_options.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "option_parsing.hpp"
@@ -18,13 +19,16 @@ namespace {
 
 constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
-    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--json] [--measure]";
+    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] [--json] "
+    "[--measure]";
 
 struct EstimateArgs {
   std::string model, model_config;
   bool json = false, measure = false;
   int threads = 0;
   double tolerance = 0;  // --measure: fail when |estimate - measured| / measured exceeds it (0: report only)
+  double bucket_mb = train::bytes_to_mib(dist::kDefaultBucketBytes);  // as `hpctrain train`'s, MiB
+  double first_bucket_mb = train::bytes_to_mib(dist::kDefaultFirstBucketBytes);
 };
 
 po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateOptions& o) {
@@ -36,6 +40,12 @@ po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateO
       ("sequence-length", po::value(&o.sequence_length)->default_value(o.sequence_length), "tokens per example")
       ("precision", po::value(&o.precision)->default_value(o.precision), "fp32 | bf16: the activations' dtype")
       ("gradient-checkpointing", po::bool_switch(&o.gradient_checkpointing), "layers keep only their inputs")
+      ("zero-stage", po::value(&o.zero_stage)->default_value(o.zero_stage),
+       "ZeRO: 0 every rank holds everything; 1 optimizer state sharded over --world-size ranks; 2 gradients too")
+      ("world-size", po::value(&o.world_size)->default_value(o.world_size), "ranks ZeRO shards over")
+      ("bucket-mb", po::value(&a.bucket_mb)->default_value(a.bucket_mb), "gradient bucket size, MiB (as train's)")
+      ("first-bucket-mb", po::value(&a.first_bucket_mb)->default_value(a.first_bucket_mb),
+       "first gradient bucket size, MiB (as train's)")
       ("json", po::bool_switch(&a.json), "print JSON instead of the table")
       ("measure", po::bool_switch(&a.measure), "run one training step on random data and print its measured peak")
       ("tolerance", po::value(&a.tolerance)->default_value(0.0),
@@ -72,6 +82,13 @@ int estimate_memory_command(const Args& args) {
   po::variables_map values;
   if (!parse_options(args, kEstimateUsage, all, values)) return 0;
   optim::validate_optimizer_options(options.optimizer);
+  options.bucket_bytes = static_cast<int64_t>(a.bucket_mb * (1 << 20));
+  options.first_bucket_bytes = static_cast<int64_t>(a.first_bucket_mb * (1 << 20));
+  // --measure runs one step in this process, on one rank: it cannot show a shard (Note [ZeRO memory arithmetic]).
+  HPCTRAIN_CHECK(!a.measure || options.zero_stage == 0, "estimate-memory --measure --zero-stage {}: --measure runs "
+                 "one step on one rank, which shards nothing\n  hint: compare with the peak RSS of "
+                 "`mpirun -np N hpctrain train --zero-stage {}` (bench/zero/run.sh measures it per rank)",
+                 options.zero_stage, options.zero_stage);
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);
   nlohmann::json json = train::to_json(estimate);

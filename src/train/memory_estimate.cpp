@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "activation_arithmetic.hpp"
+#include "zero_memory_estimate.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/optim/optimizer.hpp"
@@ -105,6 +106,9 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   }
   e.parameters = e.gradients = 4 * e.parameter_count;  // fp32 parameters and gradients
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
+  e.zero_stage = options.zero_stage, e.world_size = options.world_size;
+  if (const auto zero = detail::zero_terms(parameters, options))  // Note [ZeRO memory arithmetic]
+    e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
   const bool decoder =
       config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
   e.activations = decoder ? detail::decoder_activations(config, options) : encoder_activations(config, options);
@@ -114,7 +118,7 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
 
 nlohmann::json to_json(const MemoryEstimate& e) {
   const ActivationEstimate& a = e.activations;
-  return {{"model_type", e.model_type},
+  nlohmann::json out = {{"model_type", e.model_type},
           {"optimizer", e.optimizer},
           {"precision", e.precision},
           {"parameter_count", e.parameter_count},
@@ -132,6 +136,8 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"embeddings_and_head", a.embeddings_and_head},
             {"logits", a.logits},
             {"backward_transient", a.backward_transient}}}};
+  if (e.zero_stage > 0) out["zero_stage"] = e.zero_stage, out["world_size"] = e.world_size;  // stage 0's JSON as before
+  return out;
 }
 
 std::string format_table(const MemoryEstimate& e) {
@@ -141,10 +147,16 @@ std::string format_table(const MemoryEstimate& e) {
     out += fmt::format("  {:<28} {:>16} {:>12.1f} MiB\n", part, bytes, static_cast<double>(bytes) / (1 << 20));
   };
   out += fmt::format("  {:<28} {:>16} {:>16}\n", "per rank", "bytes", "");
+  if (e.zero_stage > 0)
+    out += fmt::format("  ZeRO stage {} over {} rank(s): {}\n", e.zero_stage, e.world_size,
+                       e.world_size == 1 ? "nothing to shard (stage 0's figures)"
+                       : e.zero_stage == 1 ? "optimizer state sharded" : "optimizer state and gradients sharded");
+  const bool sharded = e.zero_stage > 0 && e.world_size > 1;
   row("parameters", e.parameters);
-  row("gradients", e.gradients);
-  row("reducer buckets (extra)", e.reducer_buckets);
-  row("optimizer state", e.optimizer_state);
+  row(sharded && e.zero_stage == 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
+  row(!sharded ? "reducer buckets (extra)" : e.zero_stage == 1 ? "reduced slices (extra)" : "buckets in flight (extra)",
+      e.reducer_buckets);
+  row(sharded ? "optimizer state (share)" : "optimizer state", e.optimizer_state);
   row(fmt::format("activations ({} layers)", e.activations.layers), e.activations.total);
   row("  per layer", e.activations.per_layer);
   if (e.activations.logits > 0) row("  logits and loss", e.activations.logits);

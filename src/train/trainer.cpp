@@ -56,6 +56,7 @@
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/run_agreement.hpp"
 #include "hpctrain/train/objective.hpp"
+#include "hpctrain/train/optimizer_state_report.hpp"
 #include "hpctrain/train/peak_flops.hpp"
 #include "hpctrain/train/resume_point.hpp"
 #include "hpctrain/train/run_folder.hpp"
@@ -522,6 +523,8 @@ void Run::record_step(const StepTotals& totals, const StepOutcome& outcome, cons
   StepRecord record{state.global_step, state.epoch_float(), loss, outcome.lr, outcome.grad_norm,
                     static_cast<int64_t>(totals.rows), times, !outcome.stepped(), outcome.loss_scale};
   record.comm_bytes = bytes;
+  if (report->logs_step(record.step, record.skipped))  // on every rank: Note [Optimizer state bytes]
+    record.optimizer_state_bytes = largest_optimizer_state_bytes(comm, *optimizer);
   record.tokens = static_cast<int64_t>(totals.tokens);
   if (totals.rows > 0) {  // Note [Model FLOPs], at the step's mean row length
     const auto per_token = models::training_flops_per_token(setup.model->config(), totals.tokens / totals.rows);

@@ -126,7 +126,8 @@ def read_run(folder, problems):
 
 TRAIN = {"loss": "train/loss", "lr": "train/learning_rate", "grad_norm": "train/grad_norm",
          "samples_per_second": "train/samples_per_second", "epoch": "train/epoch", "loss_scale": "train/loss_scale",
-         "tokens_per_second": "train/tokens_per_second", "mfu": "train/mfu"}  # the last two: causal LMs
+         "tokens_per_second": "train/tokens_per_second", "mfu": "train/mfu",  # these two: causal LMs
+         "optimizer_state_bytes": "train/optimizer_state_bytes"}
 EVAL = {"eval_loss": "eval/loss", "eval_accuracy": "eval/accuracy", "eval_macro_f1": "eval/macro_f1",
         "eval_perplexity": "eval/perplexity", "epoch": "eval/epoch"}
 

@@ -46,6 +46,27 @@ for r in p["predictions"]:
     step = max(0.030, end) + 0.005
     assert abs(r["step_s"] - step) < 1e-9 and abs(r["efficiency"] - 0.035 / step) < 1e-9, (r, step)
 PYEOF
+# --zero-stage 1 (Note [ZeRO step model]): half-ring reduce-scatters overlapped with backward, the update of 1/p, an
+# 8-byte norm allreduce, then the half-ring all-gathers, recomputed here; the ring bytes are stage 0's.
+if "$HPCTRAIN" "${PREDICT[@]}" --comm-json "$WORK/comm.json" --zero-stage 1 >"$WORK/zero.json" 2>"$WORK/err" &&
+   "$PY" - "$WORK/zero.json" "$WORK/predict.json" "$WORK/comm.json" <<'PYEOF'; then ok "bench predict --zero-stage 1 arithmetic"; else bad "bench predict --zero-stage 1"; cat "$WORK/zero.json" "$WORK/err"; fi
+import json, sys
+z, p0, c = (json.load(open(f)) for f in sys.argv[1:4])
+a, b = c["fit"]["alpha_s"], c["fit"]["beta_s_per_byte"]
+buckets = z["bucket_bytes"]
+assert z["zero_stage"] == 1 and any("reduce-scattered" in line for line in z["assumptions"])
+for r, r0 in zip(z["predictions"], p0["predictions"]):
+    n = r["ranks"]
+    half = lambda x: (n - 1) * a + (n - 1) / n * x * b
+    end, done = 0.0, 0
+    for x in buckets:
+        done += x
+        end = max(end, 0.010 + 0.020 * done / sum(buckets)) + half(x)
+    norm, gather = 2 * half(8), sum(half(x) for x in buckets)
+    step = max(0.030, end) + 0.005 / n + norm + gather
+    assert abs(r["step_s"] - step) < 1e-9 and abs(r["allgather_s"] - gather) < 1e-9, (r, step)
+    assert abs(r["comm_s"] - (r0["comm_s"] + norm)) < 1e-9, (r, r0)  # the same ring bytes as the allreduces
+PYEOF
 if "$HPCTRAIN" "${PREDICT[@]}" --latency-us 5 --link-gbps 200 --overlap off >"$WORK/link.json" 2>"$WORK/err" &&
    "$PY" -c 'import json,sys; p=json.load(open(sys.argv[1])); assert abs(p["network"]["beta_s_per_byte"]-4e-11)<1e-15 and abs(p["network"]["alpha_s"]-5e-6)<1e-15 and not p["overlap"], p' "$WORK/link.json"
 then ok "bench predict --latency-us --link-gbps"; else bad "bench predict --latency-us --link-gbps"; cat "$WORK/err"; fi
@@ -61,5 +82,6 @@ expect_error "bench without a kind" "needs a kind: comm or predict" 2 bench
 expect_error "bench comm: one size" "gives 1 size" 0 bench comm --min-size 4KiB --max-size 4KiB
 expect_error "bench predict: no network" "either --comm-json FILE or --latency-us" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1
 expect_error "bench predict: half a step" "go together \(got 2 of 3\)" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --latency-us 1 --link-gbps 1
+expect_error "bench predict: --zero-stage 3" "--zero-stage 3: expected 0, 1 or 2" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1 --latency-us 1 --link-gbps 1 --zero-stage 3
 expect_error "bench predict: not comm json" "is not .hpctrain bench comm --json. output" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1 --comm-json "$WORK/config.json"
 finish

@@ -13,8 +13,9 @@ namespace {
 
 // forward 10 ms, backward 20 ms, optimizer 5 ms; buckets of 100 and 300 bytes; α 1 ms, β 10 µs per byte.
 // On 4 ranks the buckets cost 6 + 1.5 = 7.5 ms and 6 + 4.5 = 10.5 ms (ring: 2·3 α + 2·3/4 · n · β).
-ScalingInputs hand_case(bool overlap, double beta = 1e-5) {
+ScalingInputs hand_case(bool overlap, double beta = 1e-5, int zero_stage = 0) {
   ScalingInputs in;
+  in.zero_stage = zero_stage;
   in.step = {0.010, 0.020, 0.005};
   in.bucket_bytes = {100, 300};
   in.network = {1e-3, beta};
@@ -60,6 +61,42 @@ BOOST_AUTO_TEST_CASE(two_ranks_by_hand) {
   const StepPrediction p = predict_step(hand_case(true), 2);
   BOOST_TEST(p.step_s == 0.040, tt::tolerance(1e-9));
   BOOST_CHECK_THROW((void)predict_step(hand_case(true), 0), hpctrain::Error);
+}
+
+// Note [ZeRO step model] on the hand case at 4 ranks: reduce-scatters of half a ring, 3 α + 3/4 · n · β:
+// 3 + 0.75 = 3.75 ms (ready at 15, ends 18.75) and 3 + 2.25 = 5.25 ms (ready at 30, ends 35.25); the update of
+// a quarter of the parameters, 5 / 4 = 1.25 ms; the norm's allreduce of 8 bytes, 6 α + 1.5 · 8 · β = 6.12 ms;
+// the all-gathers, 3.75 + 5.25 = 9 ms after it.
+BOOST_AUTO_TEST_CASE(zero_reduce_scatters_updates_a_slice_and_all_gathers) {
+  for (const int stage : {1, 2}) {  // the same time: the stages differ in memory only
+    const StepPrediction p = predict_step(hand_case(true, 1e-5, stage), 4);
+    BOOST_TEST(p.optimizer_s == 0.00125, tt::tolerance(1e-9));
+    BOOST_TEST(p.allgather_s == 0.009, tt::tolerance(1e-9));
+    BOOST_TEST(p.comm_s == 0.00375 + 0.00525 + 0.00612 + 0.009, tt::tolerance(1e-9));
+    BOOST_TEST(p.step_s == 0.03525 + 0.00125 + 0.00612 + 0.009, tt::tolerance(1e-9));
+    BOOST_TEST(p.exposed_comm_s == p.step_s - 0.030 - 0.00125, tt::tolerance(1e-9));
+    BOOST_TEST(p.efficiency == 0.035 / p.step_s, tt::tolerance(1e-9));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(zero_moves_the_ring_bytes_of_an_allreduce) {
+  // A reduce-scatter plus an all-gather per bucket costs one ring allreduce, at any rank count and β: only the
+  // norm's allreduce is added (its 8 bytes).
+  for (const int ranks : {2, 3, 8, 64}) {
+    const StepPrediction stage0 = predict_step(hand_case(false, 1e-4), ranks);
+    const StepPrediction stage1 = predict_step(hand_case(false, 1e-4, 1), ranks);
+    const double norm = 2 * (ranks - 1) * 1e-3 + 2.0 * (ranks - 1) / ranks * 8 * 1e-4;
+    BOOST_TEST(stage1.comm_s == stage0.comm_s + norm, tt::tolerance(1e-9));
+    BOOST_TEST(stage1.optimizer_s == 0.005 / ranks, tt::tolerance(1e-12));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(zero_on_one_rank_is_stage_0) {
+  const StepPrediction p = predict_step(hand_case(true, 1e-5, 2), 1);
+  BOOST_TEST(p.step_s == 0.035, tt::tolerance(1e-12));
+  BOOST_TEST(p.comm_s == 0.0);
+  BOOST_TEST(p.allgather_s == 0.0);
+  BOOST_CHECK_THROW((void)predict_step(hand_case(true, 1e-5, 3), 2), hpctrain::Error);
 }
 
 BOOST_AUTO_TEST_CASE(buckets_as_the_reducer_assigns_them) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
@@ -23,6 +24,12 @@ struct MemoryEstimateOptions {
   bool gradient_checkpointing = false;
   bool gradients_are_bucket_views = true;  // CPU: the reducer's buckets hold the gradients (no extra copy)
   optim::OptimizerOptions optimizer;
+  // ZeRO (Note [ZeRO memory arithmetic] in src/train/zero_memory_estimate.cpp): 0 = every rank holds everything;
+  // 1 = optimizer state sharded over world_size ranks; 2 = the reduced gradients too.
+  int zero_stage = 0;
+  int world_size = 1;
+  int64_t first_bucket_bytes = dist::kDefaultFirstBucketBytes;  // the gradient buckets' caps (--first-bucket-mb,
+  int64_t bucket_bytes = dist::kDefaultBucketBytes;             // --bucket-mb), bytes
 };
 
 // The activations of one transformer model, bytes.
@@ -39,8 +46,12 @@ struct ActivationEstimate {
 
 struct MemoryEstimate {
   std::string model_type, optimizer, precision;
+  int zero_stage = 0, world_size = 1;
   int64_t parameter_count = 0;
-  int64_t parameters = 0, gradients = 0, reducer_buckets = 0, optimizer_state = 0;  // bytes
+  // Bytes. Under ZeRO (stage > 0, world_size > 1): gradients are the full buckets (stage 1) or this rank's
+  // reduced slices (stage 2); reducer_buckets the reduced slices (stage 1) or the buckets in flight during
+  // backward (stage 2); optimizer_state the largest rank's share.
+  int64_t parameters = 0, gradients = 0, reducer_buckets = 0, optimizer_state = 0;
   ActivationEstimate activations;
   int64_t total = 0;  // bytes: the sum of the above
 };

@@ -23,13 +23,16 @@ struct ScalingInputs {
   std::vector<int64_t> bucket_bytes;  // the reducer's buckets, in the order they are reduced (dist::assign_buckets)
   dist::AlphaBeta network;            // per ring step (Note [Ring alpha-beta])
   bool overlap = true;                // buckets reduced on the communication thread while backward runs
+  int zero_stage = 0;                 // 1 or 2: ZeRO's reduce-scatter, sharded update, all-gather (Note [ZeRO step model])
 };
 
 struct StepPrediction {
   int ranks = 1;
-  double step_s = 0;          // forward + max(backward, the last bucket's end) + optimizer
-  double comm_s = 0;          // sum of the buckets' ring allreduce times
-  double exposed_comm_s = 0;  // step_s - step.total(): the communication backward did not hide
+  double step_s = 0;          // forward + max(backward, the last bucket's end) + optimizer (+ ZeRO's all-gathers)
+  double comm_s = 0;          // sum of the buckets' ring allreduce times (ZeRO: reduce-scatters, norm, all-gathers)
+  double optimizer_s = 0;     // the update's compute: step.optimizer_s, under ZeRO / ranks (each rank its slices)
+  double allgather_s = 0;     // ZeRO: the parameter all-gathers after the update (in comm_s; all exposed)
+  double exposed_comm_s = 0;  // step_s - (forward + backward + optimizer_s): the communication nothing hid
   double efficiency = 1;      // step.total() / step_s: weak scaling (fixed batch per rank)
 };
 
@@ -38,6 +41,15 @@ struct StepPrediction {
 // reduces the buckets in order, each starting when it is ready and the previous one has ended. Without overlap
 // every bucket starts after backward. The optimizer runs after the last bucket. Compute does not slow down
 // from the communication, and every ring step costs the same α-β (the slowest link's).
+//
+// Note [ZeRO step model]: with zero_stage 1 or 2 on more than one rank (docs/zero.md) each bucket is
+// reduce-scattered instead of allreduced, on the same thread in the same order: half a ring allreduce (the ring
+// *is* a reduce-scatter then an all-gather, Note [Ring alpha-beta]: (p - 1) α + (p - 1) / p · n · β). Then one
+// allreduce of 8 bytes (the global gradient norm, also the overflow agreement), the update of this rank's slices
+// only (optimizer_s / p), and the all-gather of the updated parameters bucket by bucket (the other half ring
+// each). The all-gathers run after the whole update, as the core does (overlapping them with later buckets'
+// updates is not done), so they are exposed. Bytes on the wire equal stage 0's; the padding of each bucket to
+// a multiple of p elements is ignored. Stage 1 and 2 take the same time here (they differ in memory).
 [[nodiscard]] StepPrediction predict_step(const ScalingInputs& inputs, int ranks);
 
 // The fp32 gradient bytes of each bucket, as the gradient reducer assigns them for this model's parameters.

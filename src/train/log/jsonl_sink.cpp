@@ -51,6 +51,7 @@ class JsonlSink final : public LogSink {
                            {"time", times_json(w.times, static_cast<double>(w.steps))}, {"comm_bytes", w.comm_bytes}};
     if (w.tokens > 0) line["tokens"] = w.tokens, line["tokens_per_second"] = w.tokens_per_second;
     if (w.mfu) line["mfu"] = *w.mfu;
+    if (r.optimizer_state_bytes) line["optimizer_state_bytes"] = *r.optimizer_state_bytes;
     if (r.skipped) line["skipped"] = true;
     if (r.loss_scale) line["loss_scale"] = *r.loss_scale;
     write(line);

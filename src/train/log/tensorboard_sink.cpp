@@ -24,6 +24,8 @@ class TensorBoardSink final : public LogSink {
     if (r.loss_scale) scalars.emplace_back("train/loss_scale", *r.loss_scale);
     if (w.tokens > 0) scalars.emplace_back("train/tokens_per_second", w.tokens_per_second);
     if (w.mfu) scalars.emplace_back("train/mfu", *w.mfu);
+    if (r.optimizer_state_bytes)
+      scalars.emplace_back("train/optimizer_state_bytes", static_cast<double>(*r.optimizer_state_bytes));
     events_.add_scalars(r.step, scalars);
   }
 

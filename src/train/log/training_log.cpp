@@ -30,6 +30,10 @@ TrainingLog::TrainingLog(const TrainOptions& options, bool active, int64_t start
 
 TrainingLog::~TrainingLog() = default;
 
+bool TrainingLog::logs_step(int64_t step, bool skipped) const {
+  return step % logging_steps_ == 0 || step == total_steps_ || skipped;  // every skip has a line
+}
+
 nlohmann::json TrainingLog::add_step(const StepRecord& r) {
   if (sinks_.empty()) return nullptr;
   StepWindow& w = *window_;
@@ -39,7 +43,7 @@ nlohmann::json TrainingLog::add_step(const StepRecord& r) {
   w.comm_bytes += r.comm_bytes;
   w.tokens += r.tokens;
   w.flops += r.flops;
-  const bool logged = r.step % logging_steps_ == 0 || r.step == total_steps_ || r.skipped;  // every skip has a line
+  const bool logged = logs_step(r.step, r.skipped);
   if (logged && w.times.total > 0) {
     w.samples_per_second = static_cast<double>(w.samples) / w.times.total;
     w.tokens_per_second = static_cast<double>(w.tokens) / w.times.total;

@@ -39,6 +39,8 @@ struct StepRecord {
   int64_t comm_bytes = 0;  // bytes this rank passed to collectives during the step (Comm::bytes_sent)
   int64_t tokens = 0;      // input tokens (not padding) of the global batch's trained rows; 0 for images
   double flops = 0;        // the model's training FLOPs for them (Note [Model FLOPs]); 0 when unknown
+  // The largest optimizer state one rank holds, bytes (Note [Optimizer state bytes]); set on logged steps.
+  std::optional<int64_t> optimizer_state_bytes{};
 };
 
 // An evaluation's Hugging Face log_history entry, as metrics.jsonl writes it too: {"epoch", "eval_loss",
@@ -58,7 +60,10 @@ class TrainingLog {
   TrainingLog(const TrainOptions& options, bool active, int64_t start_step, int64_t total_steps);
   ~TrainingLog();
 
-  // Returns the log_history entry when this step is logged (every logging_steps, and the last), else null.
+  // Whether step `step` (1-based) is logged: every logging_steps, the last, and every skipped step. A pure
+  // function of the step, the options and the (agreed) skip: the same on every rank, active or not.
+  [[nodiscard]] bool logs_step(int64_t step, bool skipped) const;
+  // Returns the log_history entry when this step is logged (logs_step), else null.
   nlohmann::json add_step(const StepRecord& record);
   // Logs an evaluation; returns its log_history entry.
   nlohmann::json add_eval(int64_t step, double epoch, const EvalMetrics& metrics);

@@ -1,0 +1,110 @@
+// zero_terms (zero_memory_estimate.hpp): gradient, bucket and optimizer-state bytes per rank under ZeRO.
+#include "zero_memory_estimate.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/dist/buckets.hpp"
+#include "hpctrain/optim/adamw_8bit.hpp"
+#include "hpctrain/optim/blockwise_quant.hpp"
+#include "hpctrain/optim/optimizer.hpp"
+
+namespace hpctrain::train::detail {
+
+// Note [ZeRO memory arithmetic]
+// What one rank holds at --zero-stage S over N ranks (Note [ZeRO slices] in src/dist/zero_slices.cpp), for the
+// gradient buckets of stage 0 (dist::assign_buckets at the --first-bucket-mb / --bucket-mb caps), each padded
+// to N slices of S_b elements (S_b = ceil(elements / N) rounded up to the bucket's alignment: 256 for the
+// parameters 8-bit AdamW quantizes, whose segments must hold whole blocks, else 1):
+// - optimizer state: the rank's segments only. State is elementwise (AdamW, SGD's momentum, 8-bit AdamW's
+//   codes and per-block absmax), so a bucket's share is its stage-0 state x S_b / elements: 1/N plus the
+//   padding, which is at most N x alignment elements per bucket (a few KiB: "padding is small"). The
+//   largest rank holds no more than that. Adafactor's factored moments need whole matrices: refused.
+// - stage 1: backward fills the full buckets as in stage 0 (4 bytes per parameter: the gradients), and the
+//   reduce-scatter writes the rank's averaged slice into a tensor of its own: 4 x N S_b / N more per bucket.
+// - stage 2: the rank keeps only its reduced slices (4 x S_b per bucket); a bucket's buffer exists from its
+//   first gradient in backward until its reduce-scatter ends. With the reductions overlapping backward,
+//   at most the bucket being filled and the one being reduced are alive: counted as the two largest
+//   buckets (padded), at most all of them. A run whose communication falls behind backward holds more;
+//   no-sync micro-batches of gradient accumulation accumulate full gradients (4 bytes per parameter).
+// Parameters stay whole on every rank (4 bytes each: ZeRO-3 would shard them), and so do the activations.
+// One rank shards nothing: stage 0's terms.
+namespace {
+
+int64_t round_up_to(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+
+struct ZeroBucket {
+  int64_t real_numel = 0;    // the parameters' elements
+  int64_t padded_numel = 0;  // world_size x slice_numel
+  int64_t slice_numel = 0;   // elements each rank owns
+  int64_t state_bytes = 0;   // stage 0's optimizer state for the bucket's parameters
+};
+
+// The elements 8-bit AdamW quantizes a parameter of `numel` elements in must not be cut (Note [ZeRO slices]).
+int64_t segment_alignment(const std::string& optimizer, int64_t numel) {
+  return optimizer == "adamw_bnb_8bit" && numel >= optim::AdamW8bitOptions{}.min_8bit_size ? optim::quant::kBlockSize
+                                                                                            : 1;
+}
+
+std::vector<ZeroBucket> zero_buckets(const ParameterShapes& parameters, const MemoryEstimateOptions& o) {
+  const std::string optimizer = optim::canonical_optimizer_name(o.optimizer.optim);
+  std::vector<int64_t> numels, bytes;
+  for (const auto& [name, shape] : parameters) {
+    numels.push_back(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
+    bytes.push_back(4 * numels.back());
+  }
+  std::vector<ZeroBucket> out;
+  for (const dist::Bucket& bucket : dist::assign_buckets(bytes, o.first_bucket_bytes, o.bucket_bytes)) {
+    ZeroBucket b;
+    int64_t end = 0, alignment = 1;
+    for (const std::size_t i : bucket) {
+      const int64_t a = segment_alignment(optimizer, numels[i]);
+      end = round_up_to(end, a) + numels[i];
+      b.real_numel += numels[i];
+      alignment = std::max(alignment, a);  // 1 or the block size: their least common multiple
+      b.state_bytes += optim::optimizer_state_bytes(o.optimizer, parameters[i].second);
+    }
+    b.slice_numel = round_up_to((end + o.world_size - 1) / o.world_size, alignment);
+    b.padded_numel = b.slice_numel * o.world_size;
+    out.push_back(b);
+  }
+  return out;
+}
+
+void check_zero_options(const MemoryEstimateOptions& o) {
+  HPCTRAIN_CHECK(o.zero_stage >= 0 && o.zero_stage <= 2, "--zero-stage {}: expected 0, 1 or 2", o.zero_stage);
+  HPCTRAIN_CHECK(o.world_size >= 1, "--world-size {}: expected a positive number of ranks", o.world_size);
+  HPCTRAIN_CHECK(o.first_bucket_bytes > 0 && o.bucket_bytes > 0, "--first-bucket-mb and --bucket-mb: expected "
+                 "positive sizes, got {} and {} bytes", o.first_bucket_bytes, o.bucket_bytes);
+  HPCTRAIN_CHECK(o.zero_stage == 0 || optim::canonical_optimizer_name(o.optimizer.optim) != "adafactor",
+                 "--zero-stage {} with --optim adafactor: ZeRO shards optimizer state elementwise (adamw_torch, "
+                 "adamw_bnb_8bit, sgd); Adafactor's factored moments need whole matrices", o.zero_stage);
+}
+
+}  // namespace
+
+std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& o) {
+  check_zero_options(o);
+  if (o.zero_stage == 0 || o.world_size == 1) return std::nullopt;
+  ZeroTerms t;
+  int64_t padded = 0, slices = 0;
+  std::vector<int64_t> bucket_bytes;
+  for (const ZeroBucket& b : zero_buckets(parameters, o)) {
+    const int64_t real = std::max<int64_t>(1, b.real_numel);
+    t.optimizer_state += (b.state_bytes * b.slice_numel + real - 1) / real;  // x S_b / elements, rounded up
+    padded += b.padded_numel, slices += b.slice_numel;
+    bucket_bytes.push_back(4 * b.padded_numel);
+  }
+  std::sort(bucket_bytes.rbegin(), bucket_bytes.rend());
+  if (o.zero_stage == 1) {
+    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices;
+  } else {
+    t.gradients = 4 * slices;
+    t.reducer_buckets = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
+  }
+  return t;
+}
+
+}  // namespace hpctrain::train::detail
