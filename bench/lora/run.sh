@@ -73,7 +73,10 @@ model_args() {
   esac
 }
 targets() { [[ $1 == minilm ]] && echo query,value || echo c_attn; }
-lora_args() { echo --lora-r 8 --lora-alpha 16 --lora-dropout 0.1 --lora-target-modules "$(targets "$1")"; }
+lora_args() {  # the head as peft trains it for SEQ_CLS (modules_to_save classifier), nothing more for the causal LM
+  echo --lora-r 8 --lora-alpha 16 --lora-dropout 0.1 --lora-target-modules "$(targets "$1")" \
+    $([[ $1 == minilm ]] && echo --lora-modules-to-save classifier)
+}
 
 # run_hpctrain MODEL SIDE ROUND: one hpctrain run (SIDE lora or full), its result line appended to $results.
 run_hpctrain() {
