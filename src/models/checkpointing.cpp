@@ -123,11 +123,20 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
 LayerRunner checkpointing_layer_runner() {
   return [](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
-    if (!at::GradMode::is_enabled() || !hidden.requires_grad()) return layer.forward(hidden, key_mask);
+    if (!at::GradMode::is_enabled()) return layer.forward(hidden, key_mask);
+    // A frozen embedding (Note [LoRA]) gives an input without grad, and a Function whose inputs need none records
+    // nothing: when the layer itself trains, a detached input that requires grad stands in for it (transformers'
+    // enable_input_require_grads), so this layer is checkpointed too. Nothing before it trains, so nothing is cut.
+    const bool layer_trains = hidden.requires_grad() || [&] {
+      for (const auto& param : layer.parameters()) if (param.requires_grad()) return true;
+      return false;
+    }();
+    if (!layer_trains) return layer.forward(hidden, key_mask);
+    const at::Tensor input = hidden.requires_grad() ? hidden : hidden.detach().requires_grad_(true);
     // A causal LM on packed rows has no mask; LibTorch 1.13's Function::apply cannot take an undefined tensor
     // (VariableInfo asks it for its device), so an empty one stands in for it.
     const bool has_mask = key_mask.defined();
-    return CheckpointedLayer::apply(hidden, has_mask ? key_mask : at::empty({0}, hidden.options()), has_mask, &layer);
+    return CheckpointedLayer::apply(input, has_mask ? key_mask : at::empty({0}, hidden.options()), has_mask, &layer);
   };
 }
 

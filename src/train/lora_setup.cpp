@@ -42,7 +42,12 @@ std::string read_lora_text(const fs::path& file) {
 
 void check_lora_options(const TrainOptions& o) {
   if (o.lora_r == 0) {
-    HPCTRAIN_CHECK(!o.merge_lora, "--merge-lora needs --lora-r R (> 0): there is no adapter to merge");
+    const TrainOptions defaults;
+    const bool other_lora_option = o.merge_lora || !o.lora_target_modules.empty() ||
+                                   o.lora_modules_to_save != defaults.lora_modules_to_save ||
+                                   o.lora_alpha != defaults.lora_alpha || o.lora_dropout != defaults.lora_dropout;
+    HPCTRAIN_CHECK(!other_lora_option, "--lora-alpha, --lora-dropout, --lora-target-modules, --lora-modules-to-save and "
+                   "--merge-lora need --lora-r R (> 0); without it every parameter trains");
     return;
   }
   HPCTRAIN_CHECK(o.lora_r > 0, "--lora-r {}: expected > 0 (0 = no LoRA)", o.lora_r);

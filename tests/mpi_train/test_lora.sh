@@ -2,7 +2,8 @@
 # train (the base in final-merged/ is untouched outside the targets; the optimizer state and comm_bytes are a
 # fraction of full fine-tuning's); 1 rank x 8 == 2 ranks x 4; exact resume from an adapter-only checkpoint, refused
 # against another base; --merge-lora == base + B·A·alpha/r (checked here in numpy, Conv1D transposed for GPT-2) and
-# `eval --adapter` == eval of the merged folder; an unknown target module lists the model's linear modules.
+# `eval|predict|generate --adapter` == the same with the merged folder; an unknown target module lists the model's
+# linear modules; LoRA options without --lora-r are refused.
 source "$(dirname "$0")/lib.sh"
 make_fixture 0.0
 make_lm_fixture
@@ -92,7 +93,8 @@ for name, weight in base.items():
         assert np.abs(delta).max() > 0, name
         checked += 1
     else:
-        expect = adapter.get(name, weight)
+        expect = adapter.get(name, weight)  # frozen: the base's bits; a module to save: the adapter's
+        assert np.array_equal(merged[name], expect), name
     assert np.allclose(merged[name], expect, rtol=0, atol=1e-6), (name, np.abs(merged[name] - expect).max())
 print("merged targets checked:", checked)
 sys.exit(0 if checked > 0 else 1)
@@ -154,6 +156,34 @@ run_ok "GPT-2 LoRA on c_attn, bf16, gradient checkpointing, --merge-lora" "$WORK
   --mixed-precision bf16 --gradient-checkpointing --merge-lora
 check_merge "$WORK/g" "$WORK/g-base/final" 1 && ok "GPT-2: final-merged == base + (B·A)^T·alpha/r (Conv1D)" \
   || bad "GPT-2 merged weights"
+# generate --adapter == generate with the merged folder (sampled: the logits decide every token).
+gen=(--tokenizer "$BPE" --prompt "the sea and the sky" --max-new-tokens 12 --temperature 1.5 --seed 3 --json --threads 1)
+"$HPCTRAIN" generate --model "$WORK/g/final-merged" "${gen[@]}" >"$WORK/gen-merged.json" 2>&1
+"$HPCTRAIN" generate --model "$WORK/g-base/final" --adapter "$WORK/g/final" "${gen[@]}" >"$WORK/gen-adapter.json" 2>&1
+grep -q new_ids "$WORK/gen-adapter.json" && cmp -s "$WORK/gen-merged.json" "$WORK/gen-adapter.json" \
+  && ok "generate --adapter == generate with final-merged" || { bad "generate --adapter"; cat "$WORK/gen-adapter.json"; }
+# predict --adapter == predict with the merged classifier folder.
+mpi 2 predict --model "$WORK/two/final-merged" --data "$WORK/data.h5" --split validation --threads 1 --device cpu \
+  --output "$WORK/pred-merged.jsonl" >/dev/null 2>&1
+mpi 2 predict --model "$BASE" --adapter "$WORK/two/final" --data "$WORK/data.h5" --split validation --threads 1 \
+  --device cpu --output "$WORK/pred-adapter.jsonl" >"$WORK/pred-adapter.log" 2>&1
+[[ -s "$WORK/pred-adapter.jsonl" ]] && "$PY" - "$WORK/pred-merged.jsonl" "$WORK/pred-adapter.jsonl" <<'PYEOF' \
+  && ok "predict --adapter == predict with final-merged" || { bad "predict --adapter"; tail -3 "$WORK/pred-adapter.log"; }
+import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+def close(x, y):
+    if isinstance(x, float): return abs(x - y) <= 1e-5 * max(1.0, abs(x))
+    if isinstance(x, list): return len(x) == len(y) and all(close(u, v) for u, v in zip(x, y))
+    if isinstance(x, dict): return x.keys() == y.keys() and all(close(x[k], y[k]) for k in x)
+    return x == y
+sys.exit(0 if len(a) == 21 and close(a, b) else 1)
+PYEOF
+if mpi 1 train $(train_args "$WORK/no-r") --max-steps 1 --lora-target-modules q_lin >"$WORK/no-r.log" 2>&1; then
+  bad "--lora-target-modules without --lora-r was accepted"
+else
+  grep -q "need --lora-r R" "$WORK/no-r.log" && ok "LoRA options without --lora-r refused" || { bad "no --lora-r message"; tail -3 "$WORK/no-r.log"; }
+fi
+
 run_ok "Llama base" "$WORK/l-base.log" mpi 1 train $(lm_args "$WORK/l-base") --model-config "$WORK/llama.json"
 run_ok "Llama LoRA all-linear, SGD" "$WORK/l.log" mpi 2 train $(lm_args "$WORK/l") --model "$WORK/l-base/final" \
   --lora-r 2 --lora-target-modules all-linear --optim sgd
