@@ -10,7 +10,8 @@ scripts/setup-torch2.sh
 # The venv's TensorBoard reads the event files in mpi.train.tensorboard (the other tests keep python3: numpy, h5py).
 venv=${HPCTRAIN_TORCH2_VENV:-.venv-torch2} && [[ "$venv" == /* ]] || venv=$PWD/$venv
 export HPCTRAIN_TENSORBOARD_PYTHON=${HPCTRAIN_TENSORBOARD_PYTHON:-$venv/bin/python}
-# Its transformers loads causal-LM folders that hpctrain wrote (mpi.train.causal_lm).
+# Its transformers loads causal-LM folders that hpctrain wrote (mpi.train.causal_lm); its peft loads and trains
+# LoRA adapters (mpi.train.lora_peft).
 export HPCTRAIN_TRANSFORMERS_PYTHON=${HPCTRAIN_TRANSFORMERS_PYTHON:-$venv/bin/python}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$HPCTRAIN_BUILD_DIR"

