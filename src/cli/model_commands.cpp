@@ -16,6 +16,7 @@
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/output_check.hpp"
+#include "hpctrain/models/adapter_base.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/pretrained.hpp"
@@ -114,14 +115,16 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
     loaded.device = train::select_device(options.device, comm);
     train::use_device(loaded.device);  // Note [Current device]
     loaded.loader = std::make_unique<loader::ShardLoader>(options.data, split_loader_options(options, comm));
-    train::check_model_fits_dataset(io::HfConfig::load(options.model), options.model, loaded.loader->reader(),
-                                    {options.split}, /*check_labels=*/true);
-    auto pretrained = models::load_pretrained(options.model);
+    const auto& reader = loaded.loader->reader();
+    const io::HfConfig config = options.adapter.empty() ? io::HfConfig::load(options.model)
+                                                        : models::adapter_base_config(options.model, options.adapter, reader.label_names());
+    train::check_model_fits_dataset(config, options.model, reader, {options.split}, /*check_labels=*/true);
+    // Note [LoRA]: PeftModel.from_pretrained(base, adapter), the base's head sized for the adapter's (Note [Adapter labels])
+    auto pretrained = options.adapter.empty() ? models::load_pretrained(options.model)
+                                              : models::load_pretrained_with_adapter(options.model, options.adapter, config);
     if (!pretrained.report.newly_initialized.empty())
       log::warning("{}: the head ({}) is not in the checkpoint; its predictions are random\n{}", options.model,
                    fmt::join(pretrained.report.newly_initialized, ", "), pretrained.report.summary());
-    if (!options.adapter.empty())  // Note [LoRA]: PeftModel.from_pretrained(base, adapter)
-      (void)models::load_adapter(*pretrained.model, options.adapter);
     train::check_finite_weights(*pretrained.model, options.model);
     loaded.model = pretrained.model;
     loaded.model->to(loaded.device);

@@ -107,7 +107,7 @@ nlohmann::json LoraConfig::to_peft_json() const {
           {"target_modules", target_modules},
           {"modules_to_save", modules},
           {"bias", "none"},
-          {"fan_in_fan_out", false},  // per layer in hpctrain (GPT-2's Conv1D); peft detects Conv1D itself
+          {"fan_in_fan_out", fan_in_fan_out},
           {"use_rslora", use_rslora},
           {"use_dora", false},
           {"init_lora_weights", true},
@@ -230,6 +230,7 @@ LoraLayout apply_lora(Model& model, LoraConfig& config) {
   const auto targets = resolve_targets(model, config);
   for (auto& param : model.parameters()) param.set_requires_grad(false);
   LoraLayout layout;
+  config.fan_in_fan_out = std::all_of(targets.begin(), targets.end(), [](const auto& t) { return t.second->fan_in_fan_out(); });
   for (const auto& [name, layer] : targets) {
     layer->attach_lora(config.r, config.scaling(), config.dropout);
     layout.adapted.push_back(name);

@@ -1,6 +1,11 @@
 // training_flops_per_token (model_flops.hpp, Note [Model FLOPs]).
 #include "hpctrain/models/model_flops.hpp"
 
+#include <ATen/core/Tensor.h>
+
+#include <algorithm>
+#include <string>
+
 namespace hpctrain::models {
 namespace {
 
@@ -8,13 +13,15 @@ struct Shape {
   double layers = 0, matmul_parameters = 0, attention_width = 0;
 };
 
-double flops(const Shape& s, double context) {
-  return 6.0 * s.matmul_parameters + 12.0 * s.layers * s.attention_width * context;
+double flops(const Shape& s, double context, const WeightGradients& g) {
+  const double trainable = std::min(g.trainable_in_base.value_or(s.matmul_parameters), s.matmul_parameters);
+  const double frozen = s.matmul_parameters - trainable;
+  return 6.0 * trainable + 4.0 * frozen + 6.0 * g.outside_base + 12.0 * s.layers * s.attention_width * context;
 }
 
 }  // namespace
 
-std::optional<double> training_flops_per_token(const io::HfConfig& config, double context) {
+std::optional<double> training_flops_per_token(const io::HfConfig& config, double context, const WeightGradients& gradients) {
   const std::string& type = config.model_type();
   Shape s;
   if (type == "distilbert" || type == "bert") {
@@ -41,7 +48,22 @@ std::optional<double> training_flops_per_token(const io::HfConfig& config, doubl
   } else {
     return std::nullopt;
   }
-  return flops(s, context);
+  return flops(s, context, gradients);
+}
+
+WeightGradients weight_gradients(const Model& model) {
+  WeightGradients out;
+  double in_base = 0;
+  bool all_train = true;
+  for (const auto& item : model.named_parameters()) {
+    const at::Tensor& p = item.value();
+    all_train = all_train && p.requires_grad();
+    if (!p.requires_grad() || p.dim() != 2) continue;
+    const bool adapter = item.key().find(".lora_A.") != std::string::npos || item.key().find(".lora_B.") != std::string::npos;
+    (adapter ? out.outside_base : in_base) += static_cast<double>(p.numel());
+  }
+  if (!all_train) out.trainable_in_base = in_base;
+  return out;
 }
 
 }  // namespace hpctrain::models

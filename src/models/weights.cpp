@@ -165,6 +165,20 @@ LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::st
   return report;
 }
 
+void drop_resized_head(const Model& model, StateDict& weights) {
+  const StateDict own = state_dict(model);
+  for (const std::string& module : model.spec().head_modules) {
+    const std::string prefix = module + ".";
+    bool mismatch = false;
+    for (const auto& [name, tensor] : weights) {
+      const auto it = own.find(name);
+      if (starts_with(name, prefix) && it != own.end() && it->second.sizes() != tensor.sizes()) mismatch = true;
+    }
+    if (!mismatch) continue;
+    for (auto it = weights.begin(); it != weights.end();) it = starts_with(it->first, prefix) ? weights.erase(it) : ++it;
+  }
+}
+
 std::string LoadReport::summary() const {
   std::string out = fmt::format("loaded {} tensor(s)", loaded.size());
   if (added_base_prefix) out += " (a bare base model: base_model_prefix added)";

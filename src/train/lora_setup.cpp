@@ -94,7 +94,8 @@ const std::string& LoraRun::base_sha256() const {
 }
 
 void LoraRun::write_base(const fs::path& dir) const {
-  const nlohmann::json base = {{"base_model_name_or_path", base_dir_.string()}, {"base_weights_sha256", base_sha256()}};
+  nlohmann::json base = {{"base_model_name_or_path", base_dir_.string()}, {"base_weights_sha256", base_sha256()}};
+  if (config_.task_type == "SEQ_CLS") base.update(models::adapter_labels_json(model_->config().common));
   io::write_file_atomically(dir / kLoraBaseName, base.dump(2) + "\n");
 }
 

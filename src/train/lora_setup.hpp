@@ -10,14 +10,16 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/models/adapter_base.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/train_options.hpp"
 
 namespace hpctrain::train {
 
-// Beside the adapter in checkpoints and final/: {"base_model_name_or_path", "base_weights_sha256"}.
-constexpr const char* kLoraBaseName = "lora_base.json";
+// Beside the adapter in checkpoints and final/: {"base_model_name_or_path", "base_weights_sha256"} and, for a
+// classifier, id2label and label2id (Note [Adapter labels] in models/adapter_base.hpp).
+constexpr const char* kLoraBaseName = models::kAdapterBaseName;
 
 // The adapter options of `options` for `model` (--lora-modules-to-save auto: PEFT's for its task); nullopt when
 // --lora-r is 0 (no LoRA).

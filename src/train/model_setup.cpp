@@ -86,22 +86,6 @@ bool set_dataset_labels(io::HfConfig& config, const data::DatasetReader& dataset
   return resized;
 }
 
-// Drops the checkpoint's head modules whose shapes no longer fit (another number of labels), so that
-// load_state_dict initializes them as for a base checkpoint (Note [Base checkpoints]).
-void drop_resized_head(const models::Model& model, models::StateDict& weights) {
-  const models::StateDict own = models::state_dict(model);
-  for (const std::string& module : model.spec().head_modules) {
-    const std::string prefix = module + ".";
-    bool mismatch = false;
-    for (const auto& [name, tensor] : weights) {
-      const auto it = own.find(name);
-      if (name.rfind(prefix, 0) == 0 && it != own.end() && it->second.sizes() != tensor.sizes()) mismatch = true;
-    }
-    if (!mismatch) continue;
-    for (auto it = weights.begin(); it != weights.end();) it = it->first.rfind(prefix, 0) == 0 ? weights.erase(it) : ++it;
-  }
-}
-
 // Note [Tokenizer matches the dataset]
 // The tokenizer files are copied into every checkpoint and final/, beside the weights: a vocabulary other
 // than the one `hpctrain prep` used would pair the weights with the wrong token ids, and nothing would fail.
@@ -245,7 +229,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   setup.model = models::build_model(config);
   if (!options.model_dir.empty()) {
     models::StateDict weights = models::read_weights(options.model_dir);
-    if (resized) drop_resized_head(*setup.model, weights);
+    if (resized) models::drop_resized_head(*setup.model, weights);
     const models::LoadReport report = models::load_state_dict(*setup.model, weights, options.model_dir.string());
     check_finite_weights(*setup.model, options.model_dir.string());
     const std::string summary = report.summary();

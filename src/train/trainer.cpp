@@ -133,6 +133,7 @@ struct Run {
   Accelerator acc;
   std::unique_ptr<data::DatasetReader> dataset;
   ModelSetup setup;
+  models::WeightGradients weight_gradients;  // Note [Model FLOPs]: which weights train (LoRA: the adapters)
   std::unique_ptr<optim::Optimizer> optimizer;
   std::unique_ptr<Objective> objective;  // the task (Note [Objectives])
   std::unique_ptr<loader::ShardLoader> train_loader, eval_loader;
@@ -266,6 +267,7 @@ void Run::build(const ResumePoint& resume) {
   acc.set_seed(plan.geometry.seed);              // Note [Dropout seeds]: and the same dropout masks
   dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
   acc.prepare_model(*setup.model);
+  weight_gradients = models::weight_gradients(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
   if (setup.lora) acc.set_model_files(setup.lora);  // Note [LoRA]: checkpoints hold the adapter only
   optimizer = acc.make_optimizer(options.optimizer, trainable_parameters(*setup.model));  // ZeRO: sharded
@@ -526,7 +528,7 @@ void Run::record_step(const StepTotals& totals, const StepOutcome& outcome, cons
     record.optimizer_state_bytes = largest_optimizer_state_bytes(comm, *optimizer);
   record.tokens = static_cast<int64_t>(totals.tokens);
   if (totals.rows > 0) {  // Note [Model FLOPs], at the step's mean row length
-    const auto per_token = models::training_flops_per_token(setup.model->config(), totals.tokens / totals.rows);
+    const auto per_token = models::training_flops_per_token(setup.model->config(), totals.tokens / totals.rows, weight_gradients);
     record.flops = per_token.value_or(0) * totals.tokens;
   }
   if (const auto entry = report->add_step(record); !entry.is_null()) state.log_history.push_back(entry);

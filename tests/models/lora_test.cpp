@@ -222,6 +222,20 @@ BOOST_AUTO_TEST_CASE(gradient_checkpointing_gives_the_same_adapter_gradients) {
   }
 }
 
+BOOST_AUTO_TEST_CASE(fan_in_fan_out_is_written_for_conv1d_targets) {  // as peft writes it for GPT-2
+  auto gpt2 = lora_gpt2();
+  LoraConfig conv1d;
+  conv1d.r = 2;
+  conv1d.target_modules = {"c_attn"};
+  (void)apply_lora(*gpt2, conv1d);
+  BOOST_TEST(conv1d.to_peft_json()["fan_in_fan_out"] == true);
+  auto distilbert = testing::build(lora_distilbert_config());
+  LoraConfig linear;
+  linear.r = 2;
+  (void)apply_lora(*distilbert, linear);
+  BOOST_TEST(linear.to_peft_json()["fan_in_fan_out"] == false);
+}
+
 BOOST_AUTO_TEST_CASE(peft_config_round_trip_and_refusals) {
   LoraConfig config;
   config.r = 8, config.alpha = 16, config.dropout = 0.05, config.task_type = "CAUSAL_LM";

@@ -3,7 +3,8 @@
 # fraction of full fine-tuning's); 1 rank x 8 == 2 ranks x 4; exact resume from an adapter-only checkpoint, refused
 # against another base; --merge-lora == base + B·A·alpha/r (checked here in numpy, Conv1D transposed for GPT-2) and
 # `eval|predict|generate --adapter` == the same with the merged folder; an unknown target module lists the model's
-# linear modules; LoRA options without --lora-r are refused.
+# linear modules; LoRA options without --lora-r are refused; a base with another label count than the adapter's head
+# (Note [Adapter labels]); fan_in_fan_out true for GPT-2's Conv1D targets.
 source "$(dirname "$0")/lib.sh"
 make_fixture 0.0
 make_lm_fixture
@@ -42,7 +43,7 @@ from compare_weights import read
 out = sys.argv[1]
 config = json.load(open(f"{out}/final/adapter_config.json"))
 expect = {"peft_type": "LORA", "task_type": "SEQ_CLS", "r": 4, "lora_alpha": 8, "bias": "none",
-          "target_modules": ["q_lin", "v_lin"], "modules_to_save": ["classifier", "score"]}
+          "target_modules": ["q_lin", "v_lin"], "modules_to_save": ["classifier", "score"], "fan_in_fan_out": False}
 assert all(config[k] == v for k, v in expect.items()), config
 meta, tensors = read(f"{out}/final/adapter_model.safetensors")
 names = sorted(tensors)
@@ -156,6 +157,9 @@ run_ok "GPT-2 LoRA on c_attn, bf16, gradient checkpointing, --merge-lora" "$WORK
   --mixed-precision bf16 --gradient-checkpointing --merge-lora
 check_merge "$WORK/g" "$WORK/g-base/final" 1 && ok "GPT-2: final-merged == base + (B·A)^T·alpha/r (Conv1D)" \
   || bad "GPT-2 merged weights"
+"$PY" -c "import json, sys; c = json.load(open(sys.argv[1])); sys.exit(0 if c['fan_in_fan_out'] is True else 1)" \
+  "$WORK/g/final/adapter_config.json" && ok "GPT-2 (Conv1D targets): adapter_config.json fan_in_fan_out true, as peft" \
+  || bad "GPT-2 fan_in_fan_out"
 # generate --adapter == generate with the merged folder (sampled: the logits decide every token).
 gen=(--tokenizer "$BPE" --prompt "the sea and the sky" --max-new-tokens 12 --temperature 1.5 --seed 3 --json --threads 1)
 "$HPCTRAIN" generate --model "$WORK/g/final-merged" "${gen[@]}" >"$WORK/gen-merged.json" 2>&1
@@ -178,6 +182,57 @@ def close(x, y):
     return x == y
 sys.exit(0 if len(a) == 21 and close(a, b) else 1)
 PYEOF
+# Note [Adapter labels]: a base saved with 2 labels (config.json without id2label, as a plain pretrained encoder,
+# and a 2-row head) adapted on the 3-label data; eval|predict --model BASE --adapter take the labels from the
+# adapter folder (lora_base.json), and from the saved head's size when the folder has no lora_base.json (peft's).
+"$PY" - "$BASE" "$WORK/base-2" <<'PYEOF' || bad "2-label base"
+import json, os, shutil, struct, sys
+import numpy as np
+src, dst = sys.argv[1:]
+os.makedirs(dst, exist_ok=True)
+config = json.load(open(f"{src}/config.json"))
+for key in ("id2label", "label2id", "num_labels"): config.pop(key, None)
+json.dump(config, open(f"{dst}/config.json", "w"))
+data = open(f"{src}/model.safetensors", "rb").read()
+(n,) = struct.unpack("<Q", data[:8]); header = json.loads(data[8:8 + n]); header.pop("__metadata__", None)
+tensors = {k: np.frombuffer(data[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]], np.float32).reshape(v["shape"])
+           for k, v in header.items()}
+tensors = {k: (v[:2] if k.startswith("classifier.") else v) for k, v in tensors.items()}  # a 2-label head
+out, offset, head = b"", 0, {"__metadata__": {"format": "pt"}}
+for k, v in sorted(tensors.items()):
+    raw = np.ascontiguousarray(v, np.float32).tobytes()
+    head[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [offset, offset + len(raw)]}
+    out, offset = out + raw, offset + len(raw)
+h = json.dumps(head).encode(); h += b" " * (-len(h) % 8)
+open(f"{dst}/model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + out)
+PYEOF
+run_ok "LoRA on a 2-label base, 3-label data, --merge-lora" "$WORK/two-lab.log" mpi 2 train \
+  $(lora_args "$WORK/relabel" "$WORK/base-2") --max-steps 3 --batch-size 4 --merge-lora
+mkdir -p "$WORK/peft-like" && cp "$WORK/relabel/final/adapter_"* "$WORK/peft-like/"  # no lora_base.json
+ev=(--data "$WORK/data.h5" --threads 1 --device cpu)
+mpi 2 eval --model "$WORK/relabel/final-merged" "${ev[@]}" --json >"$WORK/rl-merged.json" 2>/dev/null
+mpi 2 predict --model "$WORK/relabel/final-merged" "${ev[@]}" --split validation --output "$WORK/rl-merged.jsonl" >/dev/null 2>&1
+for adapter in relabel/final peft-like; do
+  tag=${adapter//\//-}
+  mpi 2 eval --model "$WORK/base-2" --adapter "$WORK/$adapter" "${ev[@]}" --json >"$WORK/rl-$tag.json" 2>"$WORK/rl-$tag.log"
+  mpi 2 predict --model "$WORK/base-2" --adapter "$WORK/$adapter" "${ev[@]}" --split validation \
+    --output "$WORK/rl-$tag.jsonl" >>"$WORK/rl-$tag.log" 2>&1
+  "$PY" - "$WORK/rl-merged.json" "$WORK/rl-$tag.json" "$WORK/rl-merged.jsonl" "$WORK/rl-$tag.jsonl" <<'PYEOF' \
+    && ok "2-label base + $adapter (3 labels): eval and predict --adapter == the merged folder's" \
+    || { bad "2-label base + $adapter"; tail -3 "$WORK/rl-$tag.log"; }
+import json, sys
+merged, adapter = (json.load(open(p)) for p in sys.argv[1:3])
+rows = [[json.loads(l) for l in open(p)] for p in sys.argv[3:5]]
+print("eval loss: merged", merged["loss"], "base + adapter", adapter["loss"])
+assert abs(merged["loss"] - adapter["loss"]) <= 1e-6 * abs(merged["loss"]), (merged, adapter)
+assert merged.get("accuracy") == adapter.get("accuracy")
+assert len(rows[0]) == 21 and len(rows[0]) == len(rows[1])
+for a, b in zip(*rows):
+    assert a.keys() == b.keys(), (a, b)
+    assert len(a["logits"]) == 3 and all(abs(x - y) <= 1e-5 for x, y in zip(a["logits"], b["logits"])), (a, b)
+    assert {k: v for k, v in a.items() if k != "logits"} == {k: v for k, v in b.items() if k != "logits"}, (a, b)
+PYEOF
+done
 if mpi 1 train $(train_args "$WORK/no-r") --max-steps 1 --lora-target-modules q_lin >"$WORK/no-r.log" 2>&1; then
   bad "--lora-target-modules without --lora-r was accepted"
 else

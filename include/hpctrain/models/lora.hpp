@@ -51,6 +51,9 @@ struct LoraConfig {
   std::vector<std::string> modules_to_save;  // PEFT's suffix rule (Note [LoRA])
   std::string task_type;                     // "SEQ_CLS" or "CAUSAL_LM" (set by apply_lora when empty)
   std::string base_model_name_or_path;
+  // PEFT's fan_in_fan_out: true when every target is a GPT-2 Conv1D (weight [in, out]), as peft writes it (set by
+  // apply_lora; informational: each layer knows its own layout).
+  bool fan_in_fan_out = false;
   [[nodiscard]] double scaling() const;
   // adapter_config.json as peft writes it (every field its LoraConfig needs to load it).
   [[nodiscard]] nlohmann::json to_peft_json() const;

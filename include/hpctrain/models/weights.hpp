@@ -47,6 +47,10 @@ struct LoadReport {
 // throws.
 LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::string& source);
 
+// Drops the head modules (ModelSpec::head_modules) of `weights` whose shapes no longer fit `model` (another
+// number of labels), so that load_state_dict initializes them as for a base checkpoint (Note [Base checkpoints]).
+void drop_resized_head(const Model& model, StateDict& weights);
+
 // The model's parameters and persistent buffers by name (sharing storage with the model).
 [[nodiscard]] StateDict state_dict(const torch::nn::Module& model);
 
