@@ -19,7 +19,8 @@ namespace {
 
 constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
-    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] [--json] "
+    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] "
+    "[--lora-r R [--lora-target-modules a,b|all-linear]] [--json] "
     "[--measure]";
 
 struct EstimateArgs {
@@ -43,6 +44,9 @@ po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateO
       ("zero-stage", po::value(&o.zero_stage)->default_value(o.zero_stage),
        "ZeRO: 0 every rank holds everything; 1 optimizer state sharded over --world-size ranks; 2 gradients too")
       ("world-size", po::value(&o.world_size)->default_value(o.world_size), "ranks ZeRO shards over")
+      ("lora-r", po::value(&o.lora_r)->default_value(o.lora_r), "LoRA adapters of this rank on a frozen base: "
+       "gradients and optimizer state for the adapters and the classifier head only (0: full fine-tuning)")
+      ("lora-target-modules", po::value(&o.lora_target_modules), "as train's (default: PEFT's for the model type)")
       ("bucket-mb", po::value(&a.bucket_mb)->default_value(a.bucket_mb), "gradient bucket size, MiB (as train's)")
       ("first-bucket-mb", po::value(&a.first_bucket_mb)->default_value(a.first_bucket_mb),
        "first gradient bucket size, MiB (as train's)")
@@ -89,6 +93,10 @@ int estimate_memory_command(const Args& args) {
                  "one step on one rank, which shards nothing\n  hint: compare with the peak RSS of "
                  "`mpirun -np N hpctrain train --zero-stage {}` (bench/zero/run.sh measures it per rank)",
                  options.zero_stage, options.zero_stage);
+  HPCTRAIN_CHECK(!a.measure || options.lora_r == 0, "estimate-memory --measure --lora-r {}: --measure runs a full "
+                 "fine-tuning step\n  hint: compare with the peak RSS of `hpctrain train --lora-r {}`", options.lora_r,
+                 options.lora_r);
+  HPCTRAIN_CHECK(options.lora_r > 0 || options.lora_target_modules.empty(), "--lora-target-modules needs --lora-r R (> 0)");
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);
   nlohmann::json json = train::to_json(estimate);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "activation_arithmetic.hpp"
+#include "lora_memory_estimate.hpp"
 #include "zero_memory_estimate.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/registry.hpp"
@@ -84,6 +85,12 @@ ActivationEstimate encoder_activations(const io::HfConfig& config, const MemoryE
   return e;
 }
 
+int64_t shape_numel(const std::vector<int64_t>& shape) {
+  int64_t numel = 1;
+  for (const int64_t size : shape) numel *= size;
+  return numel;
+}
+
 void check_positive(int64_t value, const char* option) {
   HPCTRAIN_CHECK(value > 0, "{} {}: expected a positive number", option, value);
 }
@@ -98,16 +105,19 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   e.model_type = config.model_type();
   e.optimizer = optim::canonical_optimizer_name(options.optimizer.optim);
   e.precision = options.precision;
-  for (const auto& [name, shape] : parameters) {
-    int64_t numel = 1;
-    for (const int64_t size : shape) numel *= size;
-    e.parameter_count += numel;
+  const std::optional<detail::LoraShapes> lora = detail::lora_shapes(config, options);  // Note [LoRA memory arithmetic]
+  const ParameterShapes& trainable = lora ? lora->trainable : parameters;
+  for (const auto& [name, shape] : parameters) e.parameter_count += shape_numel(shape);
+  for (const auto& [name, shape] : trainable) {
+    e.trainable_parameter_count += shape_numel(shape);
     e.optimizer_state += optim::optimizer_state_bytes(options.optimizer, shape);
   }
-  e.parameters = e.gradients = 4 * e.parameter_count;  // fp32 parameters and gradients
+  e.lora_r = options.lora_r;
+  if (lora) e.parameter_count += lora->adapter_parameters;
+  e.parameters = 4 * e.parameter_count, e.gradients = 4 * e.trainable_parameter_count;  // fp32
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
   e.zero_stage = options.zero_stage, e.world_size = options.world_size;
-  if (const auto zero = detail::zero_terms(parameters, options))  // Note [ZeRO memory arithmetic]
+  if (const auto zero = detail::zero_terms(trainable, options))  // Note [ZeRO memory arithmetic]
     e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
   const bool decoder =
       config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
@@ -137,6 +147,7 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"logits", a.logits},
             {"backward_transient", a.backward_transient}}}};
   if (e.zero_stage > 0) out["zero_stage"] = e.zero_stage, out["world_size"] = e.world_size;  // stage 0's JSON as before
+  if (e.lora_r > 0) out["lora_r"] = e.lora_r, out["trainable_parameter_count"] = e.trainable_parameter_count;
   return out;
 }
 
@@ -146,6 +157,10 @@ std::string format_table(const MemoryEstimate& e) {
   auto row = [&](const std::string& part, int64_t bytes) {
     out += fmt::format("  {:<28} {:>16} {:>12.1f} MiB\n", part, bytes, static_cast<double>(bytes) / (1 << 20));
   };
+  if (e.lora_r > 0)
+    out += fmt::format("  LoRA r {}: {} parameters train ({:.2f} %): gradients and optimizer state for them only\n",
+                       e.lora_r, e.trainable_parameter_count,
+                       100.0 * static_cast<double>(e.trainable_parameter_count) / static_cast<double>(e.parameter_count));
   out += fmt::format("  {:<28} {:>16} {:>16}\n", "per rank", "bytes", "");
   if (e.zero_stage > 0)
     out += fmt::format("  ZeRO stage {} over {} rank(s): {}\n", e.zero_stage, e.world_size,

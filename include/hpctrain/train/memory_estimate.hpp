@@ -30,6 +30,10 @@ struct MemoryEstimateOptions {
   int world_size = 1;
   int64_t first_bucket_bytes = dist::kDefaultFirstBucketBytes;  // the gradient buckets' caps (--first-bucket-mb,
   int64_t bucket_bytes = dist::kDefaultBucketBytes;             // --bucket-mb), bytes
+  // LoRA (Note [LoRA memory arithmetic] in src/train/lora_memory_estimate.cpp): adapters of rank lora_r > 0 on
+  // lora_target_modules (as train's --lora-target-modules; "" = PEFT's default); 0 = full fine-tuning.
+  int64_t lora_r = 0;
+  std::string lora_target_modules;
 };
 
 // The activations of one transformer model, bytes.
@@ -47,7 +51,9 @@ struct ActivationEstimate {
 struct MemoryEstimate {
   std::string model_type, optimizer, precision;
   int zero_stage = 0, world_size = 1;
-  int64_t parameter_count = 0;
+  int64_t parameter_count = 0;            // with LoRA's adapters
+  int64_t trainable_parameter_count = 0;  // what has gradients and optimizer state (all but LoRA's frozen base)
+  int64_t lora_r = 0;
   // Bytes. Under ZeRO (stage > 0, world_size > 1): gradients are the full buckets (stage 1) or this rank's
   // reduced slices (stage 2); reducer_buckets the reduced slices (stage 1) or the buckets in flight during
   // backward (stage 2); optimizer_state the largest rank's share.

@@ -1,0 +1,35 @@
+// lora_shapes (lora_memory_estimate.hpp).
+#include "lora_memory_estimate.hpp"
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/model_flops.hpp"
+#include "hpctrain/models/registry.hpp"
+#include "lora_setup.hpp"
+
+namespace hpctrain::train::detail {
+
+// Note [LoRA memory arithmetic]
+// Under --lora-r (Note [LoRA] in models/lora.hpp) every rank still holds the base's fp32 weights, plus the
+// adapters' lora_A [r, in] and lora_B [out, r] per target; gradients, the reducer's buckets (and ZeRO's shards of
+// them) and the optimizer's state exist for the trainable tensors only: the adapters and the modules to save
+// (PEFT's default for the task: the classifier heads). The activations are counted as in full fine-tuning: the
+// layers keep the same inputs for the input gradients the adapters need, and the adapters' own [T, r]
+// activations are negligible.
+std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEstimateOptions& options) {
+  if (options.lora_r == 0) return std::nullopt;
+  HPCTRAIN_CHECK(options.lora_r > 0, "--lora-r {}: expected > 0 (0 = full fine-tuning)", options.lora_r);
+  const std::shared_ptr<models::Model> model = models::build_model(config);
+  TrainOptions train_options;  // lora_config_of: the options `hpctrain train` resolves the same way
+  train_options.lora_r = options.lora_r;
+  train_options.lora_target_modules = options.lora_target_modules;
+  std::optional<models::LoraConfig> lora = lora_config_of(train_options, *model);
+  (void)models::apply_lora(*model, *lora);
+  LoraShapes out;
+  for (const auto& item : model->named_parameters())
+    if (item.value().requires_grad()) out.trainable.emplace_back(item.key(), item.value().sizes().vec());
+  out.adapter_parameters = static_cast<int64_t>(models::weight_gradients(*model).outside_base);
+  return out;
+}
+
+}  // namespace hpctrain::train::detail
