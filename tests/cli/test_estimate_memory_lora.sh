@@ -3,11 +3,8 @@
 # save (PEFT's default: the classifier heads), also under ZeRO; activations as full fine-tuning's; clear errors.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
-cat >"$WORK/distilbert.json" <<'JSON'
-{"model_type": "distilbert", "architectures": ["DistilBertForSequenceClassification"], "dim": 256, "n_layers": 4,
- "n_heads": 4, "hidden_dim": 1024, "vocab_size": 30522, "max_position_embeddings": 512,
- "id2label": {"0": "a", "1": "b"}, "label2id": {"a": 0, "b": 1}}
-JSON
+# The DistilBERT benchmark model (bench/predict): dim 256, 4 layers, 2 labels.
+cp "$REPO/bench/predict/distilbert-bench.json" "$WORK/distilbert.json"
 cat >"$WORK/gpt2.json" <<'JSON'
 {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 128, "n_layer": 2, "n_head": 4,
  "n_positions": 256, "vocab_size": 1000}
