@@ -4,7 +4,7 @@
 # against another base; --merge-lora == base + B·A·alpha/r (checked here in numpy, Conv1D transposed for GPT-2) and
 # `eval|predict|generate --adapter` == the same with the merged folder; an unknown target module lists the model's
 # linear modules; LoRA options without --lora-r are refused; a base with another label count than the adapter's head
-# (Note [Adapter labels]); fan_in_fan_out true for GPT-2's Conv1D targets.
+# (Note [Adapter labels]); fan_in_fan_out true for GPT-2's Conv1D targets; MFU's FLOPs under LoRA (Note [Model FLOPs]).
 source "$(dirname "$0")/lib.sh"
 make_fixture 0.0
 make_lm_fixture
@@ -149,7 +149,7 @@ fi
 # with all-linear (no lm_head) and SGD. Base from a short full run on the packed LM fixture.
 lm_args() {  # lm_args OUTPUT CONFIG
   echo --data "$WORK/packed.h5" --tokenizer "$BPE" --output "$1" --threads 1 --device cpu --no-progress \
-    --logging-steps 1 --lr 5e-3 --batch-size 4 --max-steps 3 --eval-steps 100
+    --logging-steps 1 --lr 5e-3 --batch-size 4 --max-steps 3 --eval-steps 100 --peak-tflops 1
 }
 run_ok "GPT-2 base" "$WORK/g-base.log" mpi 1 train $(lm_args "$WORK/g-base") --model-config "$WORK/gpt2.json"
 run_ok "GPT-2 LoRA on c_attn, bf16, gradient checkpointing, --merge-lora" "$WORK/g.log" mpi 2 train \
@@ -157,6 +157,23 @@ run_ok "GPT-2 LoRA on c_attn, bf16, gradient checkpointing, --merge-lora" "$WORK
   --mixed-precision bf16 --gradient-checkpointing --merge-lora
 check_merge "$WORK/g" "$WORK/g-base/final" 1 && ok "GPT-2: final-merged == base + (B·A)^T·alpha/r (Conv1D)" \
   || bad "GPT-2 merged weights"
+# Note [Model FLOPs]: MFU's FLOPs per token (mfu x peak / tokens/s, --peak-tflops 1) are 6 N + attention for the full
+# run, 4 N + 6 x adapters + attention for LoRA (no weight gradients for the frozen base).
+"$PY" - "$WORK/g-base" "$WORK/g" "$WORK/gpt2.json" <<'PYEOF' && ok "MFU's FLOPs: 6 N full, 4 N + 6 x adapters under LoRA" \
+  || bad "MFU FLOPs under LoRA"
+import json, sys
+c = json.load(open(sys.argv[3]))
+d, L, V, T = c["n_embd"], c["n_layer"], c["vocab_size"], 16
+N, attention, adapters = L * (4 * d * d + 2 * d * 4 * d) + V * d, 12 * L * d * T, L * 4 * (d + 3 * d)
+def per_token(run, ranks):
+    rows = [e for e in map(json.loads, open(f"{run}/metrics.jsonl")) if "mfu" in e]
+    return [e["mfu"] * 1e12 * ranks / e["tokens_per_second"] for e in rows]
+full, lora = per_token(sys.argv[1], 1), per_token(sys.argv[2], 2)
+print("FLOPs per token: full", full[:1], "expected", 6 * N + attention, "LoRA", lora[:1], "expected", 4 * N + 6 * adapters + attention)
+assert full and lora
+assert all(abs(f / (6 * N + attention) - 1) < 1e-6 for f in full), full
+assert all(abs(f / (4 * N + 6 * adapters + attention) - 1) < 1e-6 for f in lora), lora
+PYEOF
 "$PY" -c "import json, sys; c = json.load(open(sys.argv[1])); sys.exit(0 if c['fan_in_fan_out'] is True else 1)" \
   "$WORK/g/final/adapter_config.json" && ok "GPT-2 (Conv1D targets): adapter_config.json fan_in_fan_out true, as peft" \
   || bad "GPT-2 fan_in_fan_out"
