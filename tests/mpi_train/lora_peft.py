@@ -1,8 +1,9 @@
 # The `peft` side of mpi.train.lora_peft (test_lora_peft.sh): needs torch 2.x, transformers, peft and h5py
 # (HPCTRAIN_TRANSFORMERS_PYTHON; scripts/setup-torch2.sh pins them).
 #   prepare WORK: random base models made by transformers (WORK/bert-base, WORK/distilbert-base: classifiers with
-#     data.h5's labels, DistilBERT from the fixture's config.json; WORK/gpt2-base: the GPT-2 of gpt2.json) and an
-#     adapter for each trained by peft (WORK/peft-KIND).
+#     data.h5's labels, DistilBERT from the fixture's config.json; WORK/gpt2-base: the GPT-2 of gpt2.json;
+#     WORK/headless-base: a BertModel without a head or id2label, loaded by peft with num_labels = data.h5's, Note
+#     [Adapter labels]) and an adapter for each trained by peft (WORK/peft-KIND).
 #   check WORK: (1) hpctrain's adapters WORK/lora-KIND/final hold exactly the tensors peft saves for their
 #     adapter_config.json, and PeftModel.from_pretrained(base, final) gives the logits (classifier) / per-row loss
 #     sums (causal LM) that `hpctrain predict --adapter` wrote (WORK/pred-*.jsonl); (2) peft's loss and accuracy on
@@ -18,11 +19,11 @@ import torch
 from peft import LoraConfig, PeftConfig, PeftModel, get_peft_model, get_peft_model_state_dict
 from safetensors import safe_open
 from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForSequenceClassification, BertConfig,
-                          BertForSequenceClassification)
+                          BertForSequenceClassification, BertModel)
 
 TOLERANCE = 1e-4
-KINDS = ("bert", "distilbert", "gpt2")
-TARGETS = {"bert": ["query", "value"], "distilbert": ["q_lin", "v_lin"], "gpt2": ["c_attn"]}
+KINDS = ("bert", "distilbert", "gpt2", "headless")
+TARGETS = {"bert": ["query", "value"], "distilbert": ["q_lin", "v_lin"], "gpt2": ["c_attn"], "headless": ["query", "value"]}
 torch.manual_seed(0)
 torch.set_num_threads(1)
 
@@ -54,13 +55,19 @@ def lm_row_losses(model, rows):
     return out
 
 
+def label_names(work):
+    return json.loads(h5py.File(f"{work}/data.h5", "r").attrs["label_names"])
+
+
 def make_bases(work):
-    names = json.loads(h5py.File(f"{work}/data.h5", "r").attrs["label_names"])
+    names = label_names(work)
+    shape = dict(vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                 max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     bert = BertForSequenceClassification(BertConfig(
-        vocab_size=40, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=32, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-        id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}))
+        **shape, id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}))
     bert.save_pretrained(f"{work}/bert-base")
+    # A plain pretrained encoder (as MiniLM-L6): a BertModel, config.json without id2label (2 labels by default).
+    BertModel(BertConfig(**shape)).save_pretrained(f"{work}/headless-base")
     cfg = json.load(open(f"{work}/config.json"))
     distilbert = AutoModelForSequenceClassification.from_config(AutoConfig.for_model(
         cfg.pop("model_type"), id2label=dict(enumerate(names)), label2id={n: i for i, n in enumerate(names)}, **cfg))
@@ -93,6 +100,9 @@ def peft_train(work, kind):
 
 
 def load_base(work, kind):
+    if kind == "headless":  # peft users size the new head themselves
+        return AutoModelForSequenceClassification.from_pretrained(f"{work}/headless-base",
+                                                                  num_labels=len(label_names(work))).eval()
     auto = AutoModelForCausalLM if kind == "gpt2" else AutoModelForSequenceClassification
     return auto.from_pretrained(f"{work}/{kind}-base").eval()
 

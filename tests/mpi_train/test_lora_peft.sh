@@ -1,5 +1,6 @@
 # LoRA adapters against the real `peft` package (issue 24 item 4; docs/lora-peft.md): on random BERT and DistilBERT
-# classifiers and a random GPT-2 that transformers made, (1) hpctrain trains a LoRA adapter on 2 ranks, its final/
+# classifiers, a random GPT-2 and a headless BertModel (2 labels by default; peft loads it with num_labels = the
+# data's, hpctrain takes the count from the adapter: Note [Adapter labels]) that transformers made, (1) hpctrain trains a LoRA adapter on 2 ranks, its final/
 # holds exactly the tensors peft saves for its adapter_config.json, and PeftModel.from_pretrained(base, final/) gives
 # the logits (per-row loss sums for the causal LM) that `hpctrain predict --model BASE --adapter final/` writes,
 # within 1e-4; (2) an adapter trained by peft in python loads in `hpctrain eval --model BASE --adapter DIR` and
@@ -18,17 +19,17 @@ make_lm_fixture
 
 lora=(--lora-r 4 --lora-alpha 8 --lora-dropout 0.1 --threads 1 --no-progress --report-to none --lr 2e-2
   --batch-size 4 --max-steps 6 --warmup-steps 0 --logging-steps 1)
-# kind_args KIND: the base, data, tokenizer and targets of each model (a BERT and a DistilBERT classifier, a GPT-2).
+# kind_args KIND: the data, tokenizer and targets of each model (BERT and DistilBERT classifiers, a GPT-2, a headless BERT).
 kind_args() {
   case $1 in
-    bert) echo --data "$WORK/data.h5" --tokenizer "$WORK/tok" --lora-target-modules query,value ;;
+    bert | headless) echo --data "$WORK/data.h5" --tokenizer "$WORK/tok" --lora-target-modules query,value ;;
     distilbert) echo --data "$WORK/data.h5" --tokenizer "$WORK/tok" --lora-target-modules q_lin,v_lin ;;
     gpt2) echo --data "$WORK/packed.h5" --tokenizer "$BPE" --lora-target-modules c_attn ;;
   esac
 }
 data_of() { [[ $1 == gpt2 ]] && echo "$WORK/packed.h5" || echo "$WORK/data.h5"; }
 use=(--split validation --batch-size 5 --threads 1)
-for kind in bert distilbert gpt2; do
+for kind in bert distilbert gpt2 headless; do
   # (1) hpctrain's adapter, read by peft (lora_peft.py check).
   run_ok "$kind: LoRA training on 2 ranks" "$WORK/train-$kind.log" mpi 2 train --model "$WORK/$kind-base" \
     $(kind_args $kind) --output "$WORK/lora-$kind" "${lora[@]}"
