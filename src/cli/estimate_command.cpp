@@ -63,18 +63,20 @@ io::HfConfig load_config(const EstimateArgs& a) {
 
 // Prints the measurement; false when it is off the estimate by more than the tolerance.
 bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredStep& m, const EstimateArgs& a,
-                        nlohmann::json& json) {
+                        bool print, nlohmann::json& json) {
   const double error = static_cast<double>(e.total - m.peak_bytes) / static_cast<double>(m.peak_bytes);
-  json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error}};
-  if (!a.json)
-    std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n", "measured peak (RSS growth)",
+  json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error},
+                      {"ranks", m.ranks}};
+  if (!a.json && print)
+    std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n",
+                m.ranks > 1 ? "measured peak (largest rank)" : "measured peak (RSS growth)",
                 static_cast<long long>(m.peak_bytes), static_cast<double>(m.peak_bytes) / (1 << 20), 100 * error);
   return a.tolerance <= 0 || std::abs(error) <= a.tolerance;
 }
 
 }  // namespace
 
-int estimate_memory_command(const Args& args) {
+int estimate_memory_command(const Args& args, dist::Comm& comm) {
   EstimateArgs a;
   train::MemoryEstimateOptions options;
   po::options_description all(kEstimateUsage);
@@ -84,25 +86,22 @@ int estimate_memory_command(const Args& args) {
   optim::validate_optimizer_options(options.optimizer);
   options.bucket_bytes = static_cast<int64_t>(a.bucket_mb * (1 << 20));
   options.first_bucket_bytes = static_cast<int64_t>(a.first_bucket_mb * (1 << 20));
-  // --measure runs one step in this process, on one rank: it cannot show a shard (Note [ZeRO memory arithmetic]).
-  HPCTRAIN_CHECK(!a.measure || options.zero_stage == 0, "estimate-memory --measure --zero-stage {}: --measure runs "
-                 "one step on one rank, which shards nothing\n  hint: compare with the peak RSS of "
-                 "`mpirun -np N hpctrain train --zero-stage {}` (bench/zero/run.sh measures it per rank)",
-                 options.zero_stage, options.zero_stage);
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);
   nlohmann::json json = train::to_json(estimate);
-  if (!a.json) std::fputs(train::format_table(estimate).c_str(), stdout);
+  const bool print = comm.rank() == 0;  // --measure under mpirun: every rank measures, rank 0 prints
+  if (!a.json && print) std::fputs(train::format_table(estimate).c_str(), stdout);
   std::fflush(stdout);
   bool within = true;
-  if (a.json) {  // stdout holds the JSON alone (--measure's step logs notes)
+  if (a.json || !print) {  // stdout holds the JSON alone (--measure's step logs notes)
     log::Context quiet = log::context();
     quiet.quiet = true;
     log::set_context(quiet);
   }
-  if (a.measure) within = report_measurement(estimate, train::measure_training_step(config, options, a.threads), a, json);
-  if (a.json) std::printf("%s\n", json.dump(2).c_str());
-  if (!within) std::fprintf(stderr, "estimate-memory: the estimate is off the measured peak by more than --tolerance %g\n", a.tolerance);
+  if (a.measure)
+    within = report_measurement(estimate, train::measure_training_step(config, options, a.threads, comm), a, print, json);
+  if (a.json && print) std::printf("%s\n", json.dump(2).c_str());
+  if (!within && print) std::fprintf(stderr, "estimate-memory: the estimate is off the measured peak by more than --tolerance %g\n", a.tolerance);
   return within ? 0 : 1;
 }
 

@@ -7,8 +7,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/buckets.hpp"
-#include "hpctrain/optim/adamw_8bit.hpp"
-#include "hpctrain/optim/blockwise_quant.hpp"
+#include "hpctrain/dist/zero_slices.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 
 namespace hpctrain::train::detail {
@@ -16,8 +15,8 @@ namespace hpctrain::train::detail {
 // Note [ZeRO memory arithmetic]
 // What one rank holds at --zero-stage S over N ranks (Note [ZeRO slices] in src/dist/zero_slices.cpp), for the
 // gradient buckets of stage 0 (dist::assign_buckets at the --first-bucket-mb / --bucket-mb caps), each padded
-// to N slices of S_b elements (S_b = ceil(elements / N) rounded up to the bucket's alignment: 256 for the
-// parameters 8-bit AdamW quantizes, whose segments must hold whole blocks, else 1):
+// to N slices of S_b elements as the reducer pads them (dist::zero_bucket_layout with optim::segment_alignment:
+// 256 for the parameters 8-bit AdamW quantizes, whose segments must hold whole blocks, else 1):
 // - optimizer state: the rank's segments only. State is elementwise (AdamW, SGD's momentum, 8-bit AdamW's
 //   codes and per-block absmax), so a bucket's share is its stage-0 state x S_b / elements: 1/N plus the
 //   padding, which is at most N x alignment elements per bucket (a few KiB: "padding is small"). The
@@ -29,11 +28,15 @@ namespace hpctrain::train::detail {
 //   at most the bucket being filled and the one being reduced are alive: counted as the two largest
 //   buckets (padded), at most all of them. A run whose communication falls behind backward holds more;
 //   no-sync micro-batches of gradient accumulation accumulate full gradients (4 bytes per parameter).
+// - both stages: MPI_Reduce_scatter_block allocates scratch of its whole input on some rank (Open MPI's
+//   reduce-scatter algorithms reduce into a temporary of the full bucket), one bucket at a time on the
+//   communication thread: counted as the largest bucket (padded), once. Measured: estimate-memory --measure under
+//   `mpirun -np 2` (Note [Measured ZeRO step] in src/train/memory_measure.cpp) showed one rank's peak in backward
+//   higher than stage 0's by the word-embedding bucket on the DistilBERT benchmark model; without this term stage 1
+//   was 30 % under the measurement.
 // Parameters stay whole on every rank (4 bytes each: ZeRO-3 would shard them), and so do the activations.
 // One rank shards nothing: stage 0's terms.
 namespace {
-
-int64_t round_up_to(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 struct ZeroBucket {
   int64_t real_numel = 0;    // the parameters' elements
@@ -42,14 +45,9 @@ struct ZeroBucket {
   int64_t state_bytes = 0;   // stage 0's optimizer state for the bucket's parameters
 };
 
-// The elements 8-bit AdamW quantizes a parameter of `numel` elements in must not be cut (Note [ZeRO slices]).
-int64_t segment_alignment(const std::string& optimizer, int64_t numel) {
-  return optimizer == "adamw_bnb_8bit" && numel >= optim::AdamW8bitOptions{}.min_8bit_size ? optim::quant::kBlockSize
-                                                                                            : 1;
-}
-
+// Stage 0's buckets laid out as the reducer lays them out under ZeRO: dist::zero_bucket_layout with
+// optim::segment_alignment, the definitions GradientReducer::enable_zero and ZeroOptimizer use.
 std::vector<ZeroBucket> zero_buckets(const ParameterShapes& parameters, const MemoryEstimateOptions& o) {
-  const std::string optimizer = optim::canonical_optimizer_name(o.optimizer.optim);
   std::vector<int64_t> numels, bytes;
   for (const auto& [name, shape] : parameters) {
     numels.push_back(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
@@ -58,16 +56,16 @@ std::vector<ZeroBucket> zero_buckets(const ParameterShapes& parameters, const Me
   std::vector<ZeroBucket> out;
   for (const dist::Bucket& bucket : dist::assign_buckets(bytes, o.first_bucket_bytes, o.bucket_bytes)) {
     ZeroBucket b;
-    int64_t end = 0, alignment = 1;
+    std::vector<int64_t> bucket_numels, alignments;
     for (const std::size_t i : bucket) {
-      const int64_t a = segment_alignment(optimizer, numels[i]);
-      end = round_up_to(end, a) + numels[i];
+      bucket_numels.push_back(numels[i]);
+      alignments.push_back(optim::segment_alignment(o.optimizer, numels[i]));
       b.real_numel += numels[i];
-      alignment = std::max(alignment, a);  // 1 or the block size: their least common multiple
       b.state_bytes += optim::optimizer_state_bytes(o.optimizer, parameters[i].second);
     }
-    b.slice_numel = round_up_to((end + o.world_size - 1) / o.world_size, alignment);
-    b.padded_numel = b.slice_numel * o.world_size;
+    const dist::ZeroBucketLayout layout = dist::zero_bucket_layout(bucket_numels, alignments, o.world_size);
+    b.slice_numel = layout.slice_numel;
+    b.padded_numel = layout.padded_numel;
     out.push_back(b);
   }
   return out;
@@ -98,11 +96,12 @@ std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const Mem
     bucket_bytes.push_back(4 * b.padded_numel);
   }
   std::sort(bucket_bytes.rbegin(), bucket_bytes.rend());
+  const int64_t scratch = bucket_bytes[0];  // the reduce-scatter's scratch: the largest bucket, once
   if (o.zero_stage == 1) {
-    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices;
+    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices + scratch;
   } else {
     t.gradients = 4 * slices;
-    t.reducer_buckets = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
+    t.reducer_buckets = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0) + scratch;
   }
   return t;
 }
