@@ -30,10 +30,16 @@ namespace hpctrain::train::detail {
 //   no-sync micro-batches of gradient accumulation accumulate full gradients (4 bytes per parameter).
 // - both stages: MPI_Reduce_scatter_block allocates scratch of its whole input on some rank (Open MPI's
 //   reduce-scatter algorithms reduce into a temporary of the full bucket), one bucket at a time on the
-//   communication thread: counted as the largest bucket (padded), once. Measured: estimate-memory --measure under
-//   `mpirun -np 2` (Note [Measured ZeRO step] in src/train/memory_measure.cpp) showed one rank's peak in backward
-//   higher than stage 0's by the word-embedding bucket on the DistilBERT benchmark model; without this term stage 1
-//   was 30 % under the measurement.
+//   communication thread: counted as the largest bucket (padded), once.
+// - when: the largest buckets hold the first parameters (the word embeddings), whose gradients backward
+//   produces last, when the activations are freed. So the reduction's transients (autograd's gradient of the
+//   largest parameter before its copy into the bucket, the scratch, stage 2's buckets in flight) and the
+//   activation peak are counted as the larger of the two, not their sum: `reducer_buckets` carries only what
+//   the reduction holds beyond the activations. Measured (estimate-memory --measure under `mpirun -np 2`,
+//   Note [Measured ZeRO step] in src/train/memory_measure.cpp; tests/mpi_train/test_zero_memory.sh): on the
+//   DistilBERT benchmark model at 4 x 64 tokens one rank's peak in backward exceeded stage 0's by the
+//   word-embedding bucket (the scratch; without it stage 1 was 30 % under), and at 16 x 128 tokens the sum
+//   was 24 % over at stage 2 (the activation peak comes before the embeddings' reduction).
 // Parameters stay whole on every rank (4 bytes each: ZeRO-3 would shard them), and so do the activations.
 // One rank shards nothing: stage 0's terms.
 namespace {
@@ -71,6 +77,13 @@ std::vector<ZeroBucket> zero_buckets(const ParameterShapes& parameters, const Me
   return out;
 }
 
+int64_t largest_parameter_numel(const ParameterShapes& parameters) {
+  int64_t largest = 0;
+  for (const auto& [name, shape] : parameters)
+    largest = std::max(largest, std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
+  return largest;
+}
+
 void check_zero_options(const MemoryEstimateOptions& o) {
   HPCTRAIN_CHECK(o.zero_stage >= 0 && o.zero_stage <= 2, "--zero-stage {}: expected 0, 1 or 2", o.zero_stage);
   HPCTRAIN_CHECK(o.world_size >= 1, "--world-size {}: expected a positive number of ranks", o.world_size);
@@ -83,7 +96,8 @@ void check_zero_options(const MemoryEstimateOptions& o) {
 
 }  // namespace
 
-std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& o) {
+std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& o,
+                                    int64_t activation_bytes) {
   check_zero_options(o);
   if (o.zero_stage == 0 || o.world_size == 1) return std::nullopt;
   ZeroTerms t;
@@ -96,12 +110,15 @@ std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const Mem
     bucket_bytes.push_back(4 * b.padded_numel);
   }
   std::sort(bucket_bytes.rbegin(), bucket_bytes.rend());
-  const int64_t scratch = bucket_bytes[0];  // the reduce-scatter's scratch: the largest bucket, once
+  // The end of backward: autograd's gradient of the largest parameter before its copy into the bucket, the
+  // reduce-scatter's scratch (the largest bucket) and, at stage 2, the buckets in flight (the two largest).
+  int64_t reduction = 4 * largest_parameter_numel(parameters) + bucket_bytes[0];
+  if (o.zero_stage == 2) reduction += bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
+  const int64_t beyond_activations = std::max<int64_t>(0, reduction - activation_bytes);
   if (o.zero_stage == 1) {
-    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices + scratch;
+    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices + beyond_activations;
   } else {
-    t.gradients = 4 * slices;
-    t.reducer_buckets = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0) + scratch;
+    t.gradients = 4 * slices, t.reducer_buckets = beyond_activations;
   }
   return t;
 }
