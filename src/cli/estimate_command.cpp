@@ -1,5 +1,6 @@
 // `hpctrain estimate-memory` (cf. `accelerate estimate-memory`): the bytes one training step needs per rank,
-// as a table or JSON; --measure runs one real step here and prints the measured peak beside the estimate.
+// as a table or JSON; --measure runs one real step here (under mpirun: on every rank, Note [Measured ZeRO step])
+// and prints the measured peak beside the estimate.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -47,7 +48,8 @@ po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateO
       ("first-bucket-mb", po::value(&a.first_bucket_mb)->default_value(a.first_bucket_mb),
        "first gradient bucket size, MiB (as train's)")
       ("json", po::bool_switch(&a.json), "print JSON instead of the table")
-      ("measure", po::bool_switch(&a.measure), "run one training step on random data and print its measured peak")
+      ("measure", po::bool_switch(&a.measure), "run one training step on random data and print its measured peak "
+       "(under `mpirun -np N` with --world-size N: on every rank at --zero-stage, the largest rank's peak)")
       ("tolerance", po::value(&a.tolerance)->default_value(0.0),
        "with --measure: exit 1 when the estimate is off the measured peak by more than this fraction (0: never)")
       ("threads", po::value(&a.threads)->default_value(0), "CPU threads of --measure (0: all cores)");
