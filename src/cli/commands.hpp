@@ -19,7 +19,8 @@ int prep_lm_command(const Args& args, const std::string& command_line, dist::Com
 int prep_images_command(const Args& args, const std::string& command_line);
 int inspect_command(const Args& args);
 // `hpctrain estimate-memory`: the memory of one training step per rank, estimated (and --measure'd).
-int estimate_memory_command(const Args& args);
+// Distributed with --measure (main's is_distributed): the step runs on every launched rank, rank 0 prints.
+int estimate_memory_command(const Args& args, dist::Comm& comm);
 // A model folder (inspect dispatches here for folders).
 int inspect_model(const std::string& dir, bool json);
 

@@ -1,5 +1,6 @@
 // `hpctrain estimate-memory` (cf. `accelerate estimate-memory`): the bytes one training step needs per rank,
-// as a table or JSON; --measure runs one real step here and prints the measured peak beside the estimate.
+// as a table or JSON; --measure runs one real step here (under mpirun: on every rank, Note [Measured ZeRO step])
+// and prints the measured peak beside the estimate.
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -51,7 +52,8 @@ po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateO
       ("first-bucket-mb", po::value(&a.first_bucket_mb)->default_value(a.first_bucket_mb),
        "first gradient bucket size, MiB (as train's)")
       ("json", po::bool_switch(&a.json), "print JSON instead of the table")
-      ("measure", po::bool_switch(&a.measure), "run one training step on random data and print its measured peak")
+      ("measure", po::bool_switch(&a.measure), "run one training step on random data and print its measured peak "
+       "(under `mpirun -np N` with --world-size N: on every rank at --zero-stage, the largest rank's peak)")
       ("tolerance", po::value(&a.tolerance)->default_value(0.0),
        "with --measure: exit 1 when the estimate is off the measured peak by more than this fraction (0: never)")
       ("threads", po::value(&a.threads)->default_value(0), "CPU threads of --measure (0: all cores)");
@@ -67,18 +69,20 @@ io::HfConfig load_config(const EstimateArgs& a) {
 
 // Prints the measurement; false when it is off the estimate by more than the tolerance.
 bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredStep& m, const EstimateArgs& a,
-                        nlohmann::json& json) {
+                        bool print, nlohmann::json& json) {
   const double error = static_cast<double>(e.total - m.peak_bytes) / static_cast<double>(m.peak_bytes);
-  json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error}};
-  if (!a.json)
-    std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n", "measured peak (RSS growth)",
+  json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error},
+                      {"ranks", m.ranks}};
+  if (!a.json && print)
+    std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n",
+                m.ranks > 1 ? "measured peak (largest rank)" : "measured peak (RSS growth)",
                 static_cast<long long>(m.peak_bytes), static_cast<double>(m.peak_bytes) / (1 << 20), 100 * error);
   return a.tolerance <= 0 || std::abs(error) <= a.tolerance;
 }
 
 }  // namespace
 
-int estimate_memory_command(const Args& args) {
+int estimate_memory_command(const Args& args, dist::Comm& comm) {
   EstimateArgs a;
   train::MemoryEstimateOptions options;
   po::options_description all(kEstimateUsage);
@@ -88,11 +92,6 @@ int estimate_memory_command(const Args& args) {
   optim::validate_optimizer_options(options.optimizer);
   options.bucket_bytes = static_cast<int64_t>(a.bucket_mb * (1 << 20));
   options.first_bucket_bytes = static_cast<int64_t>(a.first_bucket_mb * (1 << 20));
-  // --measure runs one step in this process, on one rank: it cannot show a shard (Note [ZeRO memory arithmetic]).
-  HPCTRAIN_CHECK(!a.measure || options.zero_stage == 0, "estimate-memory --measure --zero-stage {}: --measure runs "
-                 "one step on one rank, which shards nothing\n  hint: compare with the peak RSS of "
-                 "`mpirun -np N hpctrain train --zero-stage {}` (bench/zero/run.sh measures it per rank)",
-                 options.zero_stage, options.zero_stage);
   HPCTRAIN_CHECK(!a.measure || options.lora_r == 0, "estimate-memory --measure --lora-r {}: --measure runs a full "
                  "fine-tuning step\n  hint: compare with the peak RSS of `hpctrain train --lora-r {}`", options.lora_r,
                  options.lora_r);
@@ -100,17 +99,19 @@ int estimate_memory_command(const Args& args) {
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);
   nlohmann::json json = train::to_json(estimate);
-  if (!a.json) std::fputs(train::format_table(estimate).c_str(), stdout);
+  const bool print = comm.rank() == 0;  // --measure under mpirun: every rank measures, rank 0 prints
+  if (!a.json && print) std::fputs(train::format_table(estimate).c_str(), stdout);
   std::fflush(stdout);
   bool within = true;
-  if (a.json) {  // stdout holds the JSON alone (--measure's step logs notes)
+  if (a.json || !print) {  // stdout holds the JSON alone (--measure's step logs notes)
     log::Context quiet = log::context();
     quiet.quiet = true;
     log::set_context(quiet);
   }
-  if (a.measure) within = report_measurement(estimate, train::measure_training_step(config, options, a.threads), a, json);
-  if (a.json) std::printf("%s\n", json.dump(2).c_str());
-  if (!within) std::fprintf(stderr, "estimate-memory: the estimate is off the measured peak by more than --tolerance %g\n", a.tolerance);
+  if (a.measure)
+    within = report_measurement(estimate, train::measure_training_step(config, options, a.threads, comm), a, print, json);
+  if (a.json && print) std::printf("%s\n", json.dump(2).c_str());
+  if (!within && print) std::fprintf(stderr, "estimate-memory: the estimate is off the measured peak by more than --tolerance %g\n", a.tolerance);
   return within ? 0 : 1;
 }
 

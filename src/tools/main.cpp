@@ -1,5 +1,6 @@
 // hpctrain: data-parallel training of Hugging Face models over MPI. main() is a list of steps:
 // pick the subcommand, run it, and turn any error into one clear message and a non-zero exit.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -45,6 +46,8 @@ bool is_distributed(const std::vector<std::string>& words) {
   const std::string& command = words[0];
   if (command == "bench") return words.size() > 1 && words[1] == "comm";
   if (command == "prep") return words.size() > 1 && (words[1] == "text" || words[1] == "lm");  // Note [Prep at corpus scale]
+  if (command == "estimate-memory")  // --measure runs the step on the launched ranks (Note [Measured ZeRO step])
+    return std::find(words.begin(), words.end(), "--measure") != words.end();
   return command == "eval" || command == "predict" || command == "train" || command == "env";
 }
 
@@ -71,6 +74,7 @@ int run_distributed(int argc, char** argv, const std::vector<std::string>& words
     if (words[0] == "prep") return hpctrain::cli::prep_text_command({rest.begin() + 1, rest.end()}, command_line, comm);
     if (words[0] == "eval") return hpctrain::cli::eval_command(rest, comm);
     if (words[0] == "train") return hpctrain::cli::train_command(rest, comm);
+    if (words[0] == "estimate-memory") return hpctrain::cli::estimate_memory_command(rest, comm);
     if (words[0] == "env") return hpctrain::cli::env_command(rest, comm);
     if (words[0] == "bench") return hpctrain::cli::bench_comm_command(hpctrain::cli::Args(rest.begin() + 1, rest.end()), comm);
     return hpctrain::cli::predict_command(rest, comm);
@@ -100,7 +104,7 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
     hpctrain::fail("'hpctrain prep' needs a kind: text, lm or images (got '{}')", kind);
   }
   if (command == "inspect") return inspect_command(rest);
-  if (command == "estimate-memory") return estimate_memory_command(rest);
+  if (command == "estimate-memory") return estimate_memory_command(rest, *hpctrain::dist::make_single_process_comm());
   if (command == "generate") return generate_command(rest);
   if (command == "bench") {  // bench comm is distributed (run_distributed)
     const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());

@@ -117,11 +117,11 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   e.parameters = 4 * e.parameter_count, e.gradients = 4 * e.trainable_parameter_count;  // fp32
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
   e.zero_stage = options.zero_stage, e.world_size = options.world_size;
-  if (const auto zero = detail::zero_terms(trainable, options))  // Note [ZeRO memory arithmetic]
-    e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
   const bool decoder =
       config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
   e.activations = decoder ? detail::decoder_activations(config, options) : encoder_activations(config, options);
+  if (const auto zero = detail::zero_terms(trainable, options, e.activations.total))  // Note [ZeRO memory arithmetic]
+    e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
   e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total;
   return e;
 }

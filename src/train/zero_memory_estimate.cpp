@@ -7,8 +7,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/buckets.hpp"
-#include "hpctrain/optim/adamw_8bit.hpp"
-#include "hpctrain/optim/blockwise_quant.hpp"
+#include "hpctrain/dist/zero_slices.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 
 namespace hpctrain::train::detail {
@@ -16,8 +15,8 @@ namespace hpctrain::train::detail {
 // Note [ZeRO memory arithmetic]
 // What one rank holds at --zero-stage S over N ranks (Note [ZeRO slices] in src/dist/zero_slices.cpp), for the
 // gradient buckets of stage 0 (dist::assign_buckets at the --first-bucket-mb / --bucket-mb caps), each padded
-// to N slices of S_b elements (S_b = ceil(elements / N) rounded up to the bucket's alignment: 256 for the
-// parameters 8-bit AdamW quantizes, whose segments must hold whole blocks, else 1):
+// to N slices of S_b elements as the reducer pads them (dist::zero_bucket_layout with optim::segment_alignment:
+// 256 for the parameters 8-bit AdamW quantizes, whose segments must hold whole blocks, else 1):
 // - optimizer state: the rank's segments only. State is elementwise (AdamW, SGD's momentum, 8-bit AdamW's
 //   codes and per-block absmax), so a bucket's share is its stage-0 state x S_b / elements: 1/N plus the
 //   padding, which is at most N x alignment elements per bucket (a few KiB: "padding is small"). The
@@ -29,11 +28,21 @@ namespace hpctrain::train::detail {
 //   at most the bucket being filled and the one being reduced are alive: counted as the two largest
 //   buckets (padded), at most all of them. A run whose communication falls behind backward holds more;
 //   no-sync micro-batches of gradient accumulation accumulate full gradients (4 bytes per parameter).
+// - both stages: MPI_Reduce_scatter_block allocates scratch of its whole input on some rank (Open MPI's
+//   reduce-scatter algorithms reduce into a temporary of the full bucket), one bucket at a time on the
+//   communication thread: counted as the largest bucket (padded), once.
+// - when: the largest buckets hold the first parameters (the word embeddings), whose gradients backward
+//   produces last, when the activations are freed. So the reduction's transients (autograd's gradient of the
+//   largest parameter before its copy into the bucket, the scratch, stage 2's buckets in flight) and the
+//   activation peak are counted as the larger of the two, not their sum: `reducer_buckets` carries only what
+//   the reduction holds beyond the activations. Measured (estimate-memory --measure under `mpirun -np 2`,
+//   Note [Measured ZeRO step] in src/train/memory_measure.cpp; tests/mpi_train/test_zero_memory.sh): on the
+//   DistilBERT benchmark model at 4 x 64 tokens one rank's peak in backward exceeded stage 0's by the
+//   word-embedding bucket (the scratch; without it stage 1 was 30 % under), and at 16 x 128 tokens the sum
+//   was 24 % over at stage 2 (the activation peak comes before the embeddings' reduction).
 // Parameters stay whole on every rank (4 bytes each: ZeRO-3 would shard them), and so do the activations.
 // One rank shards nothing: stage 0's terms.
 namespace {
-
-int64_t round_up_to(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
 
 struct ZeroBucket {
   int64_t real_numel = 0;    // the parameters' elements
@@ -42,14 +51,9 @@ struct ZeroBucket {
   int64_t state_bytes = 0;   // stage 0's optimizer state for the bucket's parameters
 };
 
-// The elements 8-bit AdamW quantizes a parameter of `numel` elements in must not be cut (Note [ZeRO slices]).
-int64_t segment_alignment(const std::string& optimizer, int64_t numel) {
-  return optimizer == "adamw_bnb_8bit" && numel >= optim::AdamW8bitOptions{}.min_8bit_size ? optim::quant::kBlockSize
-                                                                                            : 1;
-}
-
+// Stage 0's buckets laid out as the reducer lays them out under ZeRO: dist::zero_bucket_layout with
+// optim::segment_alignment, the definitions GradientReducer::enable_zero and ZeroOptimizer use.
 std::vector<ZeroBucket> zero_buckets(const ParameterShapes& parameters, const MemoryEstimateOptions& o) {
-  const std::string optimizer = optim::canonical_optimizer_name(o.optimizer.optim);
   std::vector<int64_t> numels, bytes;
   for (const auto& [name, shape] : parameters) {
     numels.push_back(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
@@ -58,19 +62,26 @@ std::vector<ZeroBucket> zero_buckets(const ParameterShapes& parameters, const Me
   std::vector<ZeroBucket> out;
   for (const dist::Bucket& bucket : dist::assign_buckets(bytes, o.first_bucket_bytes, o.bucket_bytes)) {
     ZeroBucket b;
-    int64_t end = 0, alignment = 1;
+    std::vector<int64_t> bucket_numels, alignments;
     for (const std::size_t i : bucket) {
-      const int64_t a = segment_alignment(optimizer, numels[i]);
-      end = round_up_to(end, a) + numels[i];
+      bucket_numels.push_back(numels[i]);
+      alignments.push_back(optim::segment_alignment(o.optimizer, numels[i]));
       b.real_numel += numels[i];
-      alignment = std::max(alignment, a);  // 1 or the block size: their least common multiple
       b.state_bytes += optim::optimizer_state_bytes(o.optimizer, parameters[i].second);
     }
-    b.slice_numel = round_up_to((end + o.world_size - 1) / o.world_size, alignment);
-    b.padded_numel = b.slice_numel * o.world_size;
+    const dist::ZeroBucketLayout layout = dist::zero_bucket_layout(bucket_numels, alignments, o.world_size);
+    b.slice_numel = layout.slice_numel;
+    b.padded_numel = layout.padded_numel;
     out.push_back(b);
   }
   return out;
+}
+
+int64_t largest_parameter_numel(const ParameterShapes& parameters) {
+  int64_t largest = 0;
+  for (const auto& [name, shape] : parameters)
+    largest = std::max(largest, std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
+  return largest;
 }
 
 void check_zero_options(const MemoryEstimateOptions& o) {
@@ -85,7 +96,8 @@ void check_zero_options(const MemoryEstimateOptions& o) {
 
 }  // namespace
 
-std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& o) {
+std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& o,
+                                    int64_t activation_bytes) {
   check_zero_options(o);
   if (o.zero_stage == 0 || o.world_size == 1) return std::nullopt;
   ZeroTerms t;
@@ -98,11 +110,15 @@ std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const Mem
     bucket_bytes.push_back(4 * b.padded_numel);
   }
   std::sort(bucket_bytes.rbegin(), bucket_bytes.rend());
+  // The end of backward: autograd's gradient of the largest parameter before its copy into the bucket, the
+  // reduce-scatter's scratch (the largest bucket) and, at stage 2, the buckets in flight (the two largest).
+  int64_t reduction = 4 * largest_parameter_numel(parameters) + bucket_bytes[0];
+  if (o.zero_stage == 2) reduction += bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
+  const int64_t beyond_activations = std::max<int64_t>(0, reduction - activation_bytes);
   if (o.zero_stage == 1) {
-    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices;
+    t.gradients = 4 * padded, t.reducer_buckets = 4 * slices + beyond_activations;
   } else {
-    t.gradients = 4 * slices;
-    t.reducer_buckets = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
+    t.gradients = 4 * slices, t.reducer_buckets = beyond_activations;
   }
   return t;
 }

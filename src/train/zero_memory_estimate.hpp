@@ -12,12 +12,15 @@ namespace hpctrain::train::detail {
 // Bytes per rank of what --zero-stage changes, for options.zero_stage over options.world_size ranks.
 struct ZeroTerms {
   int64_t gradients = 0;        // the gradients the optimizer reads: full buckets (stage 1), this rank's slices (2)
-  int64_t reducer_buckets = 0;  // besides them: the reduced slices (stage 1), the buckets in flight (stage 2)
+  int64_t reducer_buckets = 0;  // besides them: the reduced slices (stage 1) and what the reduction at the end of
+                                // backward holds beyond the activations' peak (both stages)
   int64_t optimizer_state = 0;  // the largest rank's share of the state
 };
 
 // Error naming the option when the stage, the world size or the bucket caps are out of range, or the
 // optimizer is not sharded elementwise (Adafactor). None at stage 0 or on one rank (nothing is sharded).
-[[nodiscard]] std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& options);
+// `activation_bytes`: the step's activation peak, which the end of backward's reduction does not coincide with.
+[[nodiscard]] std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& options,
+                                                  int64_t activation_bytes);
 
 }  // namespace hpctrain::train::detail

@@ -1,8 +1,8 @@
 # `hpctrain estimate-memory --zero-stage S --world-size N` (Note [ZeRO memory arithmetic]): stage 0 prints what it
 # printed before whatever N; stages 1 and 2 at N = 2 and 4 follow the per-parameter formula (optimizer state about
 # stage 0's / N, stage 1's extra reduced slices and stage 2's gradients about 4 / N bytes per parameter, stage 2's
-# buckets in flight bounded by the two largest buckets), 8-bit AdamW's share too; clear errors for bad options and for
-# --measure (one process shards nothing). The comparison with measured runs: bench/zero/run.sh.
+# buckets in flight bounded by the two largest buckets, both stages the end of backward's transients beyond the
+# activations), 8-bit AdamW's share too; clear errors for bad options. The comparison with the measured step on 2 ranks: tests/mpi_train/test_zero_memory.sh.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 # The DistilBERT-style benchmark model (bench/models): 11.2 M parameters, its word embeddings (31.3 MB) a bucket of
@@ -67,12 +67,17 @@ for model, optim in (("small", "adamw"), ("small", "adamw_8bit"), ("large", "ada
                                                     "activations"))
             near(b["optimizer_state"], b0["optimizer_state"] / n, 1e-3, f"{label} stage {s['zero_stage']} state")
         near(s1["bytes"]["gradients"], 4 * p, 1e-3, f"{label} stage 1 gradients (full buckets)")
-        near(s1["bytes"]["reducer_buckets"], 4 * p / n, 1e-3, f"{label} stage 1 reduced slices")
+        # The end of backward (the word embeddings, the largest parameter and bucket, reduced last): autograd's
+        # embedding gradient + the reduce-scatter's scratch (+ stage 2's buckets in flight), counted only beyond
+        # the activation peak (Note [ZeRO memory arithmetic])
+        embeddings = 30522 * (256 if model == "small" else 512) * 4
+        act = b0["activations"]
+        beyond1 = max(0, 2 * embeddings - act)
+        near(s1["bytes"]["reducer_buckets"] - beyond1, 4 * p / n, 1e-3, f"{label} stage 1 reduced slices")
         near(s2["bytes"]["gradients"], 4 * p / n, 1e-3, f"{label} stage 2 gradients (slices)")
         # stage 2's buckets in flight: at least the largest bucket (the word embeddings' gradient), at most all
-        embeddings = 30522 * (256 if model == "small" else 512) * 4
-        pool = s2["bytes"]["reducer_buckets"]
-        assert embeddings <= pool <= 4 * p * 1.001, (label, pool)
+        pool = s2["bytes"]["reducer_buckets"] + act - 2 * embeddings
+        assert s2["bytes"]["reducer_buckets"] > 0 and embeddings <= pool <= 4 * p * 1.001, (label, pool)
         if model == "large":  # 7 buckets: two of them are a fraction of the gradients
             assert pool < 0.6 * 4 * p, (label, pool)
             assert s2["bytes"]["total"] < b0["total"], label
@@ -81,9 +86,11 @@ for model, optim in (("small", "adamw"), ("small", "adamw_8bit"), ("large", "ada
         if optim == "adamw_8bit" and n == 2:
             assert s1["bytes"]["total"] > b0["total"], label
         if optim == "adamw":  # DeepSpeed's arithmetic plus the reduced slices: 4 + 4 + 4/N + 8/N per parameter
-            assert s1["bytes"]["total"] < b0["total"], label
+            # plus the end of backward's transients: on the small model at N = 2 (its embeddings 70 % of the
+            # parameters, one bucket) they outweigh the 4 bytes per parameter saved, as the measured step shows
+            assert (s1["bytes"]["total"] < b0["total"]) == (model == "large" or n == 4), label
             per_parameter = (s1["bytes"]["parameters"] + s1["bytes"]["gradients"] + s1["bytes"]["reducer_buckets"]
-                             + s1["bytes"]["optimizer_state"]) / p
+                             - beyond1 + s1["bytes"]["optimizer_state"]) / p
             assert abs(per_parameter - (8 + 12 / n)) < 0.01, (label, per_parameter)
 PYEOF
 
@@ -92,6 +99,4 @@ expect_failure "--zero-stage 3" "--zero-stage 3: expected 0, 1 or 2" estimate "$
 expect_failure "--world-size 0" "--world-size 0: expected a positive number" estimate "${SMALL[@]}" --zero-stage 1 --world-size 0
 expect_failure "--zero-stage 1 with Adafactor" "--zero-stage 1 with --optim adafactor" \
   estimate "${SMALL[@]}" --zero-stage 1 --world-size 2 --optim adafactor
-expect_failure "--measure with --zero-stage 2" "--measure --zero-stage 2: --measure runs one step on one rank" \
-  estimate "${SMALL[@]}" --zero-stage 2 --world-size 2 --measure
 finish

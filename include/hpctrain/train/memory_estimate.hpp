@@ -15,6 +15,10 @@
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
+namespace hpctrain::dist {
+class Comm;
+}  // namespace hpctrain::dist
+
 namespace hpctrain::train {
 
 struct MemoryEstimateOptions {
@@ -83,13 +87,17 @@ namespace hpctrain::train {
 struct MeasuredStep {
   int64_t peak_bytes = 0;      // peak resident memory of the step minus `baseline_bytes`
   int64_t baseline_bytes = 0;  // resident memory before the model was built
+  int ranks = 1;               // ranks that ran the step; both figures are the largest over them
 };
 // One real training step in this process: model, gradient reducer (single-process Comm), optimizer,
 // forward/backward/step on random token ids of options.batch_size x options.sequence_length, under bf16
 // autocast for precision bf16 and with the layers recomputed in backward for gradient_checkpointing, as
 // `hpctrain train` runs them. Measures the peak resident set size (VmHWM, reset first) with large buffers
 // mmap'ed (core::LiveTensorResidency): the live tensors' peak. Error when /proc/self cannot be read.
+// Collective when `comm` has more than one rank: every rank runs the step at options.zero_stage over `comm`
+// (its world size must be options.world_size, else an error naming both) and the result is the largest
+// rank's (Note [Measured ZeRO step] in src/train/memory_measure.cpp).
 [[nodiscard]] MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstimateOptions& options,
-                                                 int threads);
+                                                 int threads, dist::Comm& comm);
 
 }  // namespace hpctrain::train
