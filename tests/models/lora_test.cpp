@@ -76,8 +76,8 @@ BOOST_AUTO_TEST_CASE(linear_adds_the_scaled_low_rank_delta) {
   const at::Tensor base = linear->forward(x).detach();
   linear->attach_lora(2, /*scaling=*/3.0, /*dropout=*/0.0);
   BOOST_TEST(max_difference(linear->forward(x), base) == 0.0);  // lora_B starts at zero: nothing changes
-  const at::Tensor& a = linear->named_parameters()["lora_A.weight"];
-  const at::Tensor& b = linear->named_parameters()["lora_B.weight"];
+  const at::Tensor a = linear->named_parameters()["lora_A.weight"];  // a copy: named_parameters() is a temporary
+  const at::Tensor b = linear->named_parameters()["lora_B.weight"];
   BOOST_TEST(a.sizes() == at::IntArrayRef({2, 6}));
   BOOST_TEST(b.sizes() == at::IntArrayRef({5, 2}));
   BOOST_TEST(a.abs().max().item<double>() <= 1.0 / std::sqrt(6.0) + 1e-7);  // kaiming_uniform(a = sqrt(5))
