@@ -25,7 +25,7 @@ namespace hpctrain::train {
 // size, then for each of the sizes 512 and `size` `rounds` rounds of products for about `seconds` / (2 rounds) each,
 // the best rate of all rounds.
 [[nodiscard]] double measure_peak_flops(at::Device device, c10::ScalarType dtype, int64_t size = 1024,
-                                        double seconds = 0.4, int rounds = 4);
+                                        double seconds = 0.3, int rounds = 4);
 
 // The MFU denominator over a run (Note [MFU never above 100 %]).
 class MfuPeak {
