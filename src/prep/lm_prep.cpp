@@ -90,16 +90,22 @@ void check_options(const LmPrepOptions& options) {
                  "--validation-fraction must be in [0, 1), got {}", options.validation_fraction);
   HPCTRAIN_CHECK(options.validation_input.empty() || options.validation_fraction == 0.0,
                  "--validation-input and --validation-fraction exclude each other");
-  HPCTRAIN_CHECK(options.block_size >= 0 && options.max_length >= 0,
-                 "--block-size {} / --max-length {}: expected a positive number of tokens", options.block_size,
-                 options.max_length);
+  // A row of one token predicts nothing (a causal LM predicts each token after the first): 0 or at least 2.
+  constexpr int kMostRowTokens = 1 << 24;  // a row's ids are held in memory whole (and a model has fewer positions)
+  HPCTRAIN_CHECK(options.block_size == 0 || (options.block_size >= 2 && options.block_size <= kMostRowTokens),
+                 "--block-size {}: expected 2 to {} tokens per row (a row of one token predicts nothing), or 0 for the "
+                 "default", options.block_size, kMostRowTokens);
+  HPCTRAIN_CHECK(options.max_length == 0 || (options.max_length >= 2 && options.max_length <= kMostRowTokens),
+                 "--max-length {}: expected 2 to {} tokens per row (a row of one token predicts nothing), or 0 for the "
+                 "default", options.max_length, kMostRowTokens);
   HPCTRAIN_CHECK(options.packing || options.block_size == 0,
                  "--block-size {} cuts packed rows, but --packing none writes one row per document: use --max-length",
                  options.block_size);
   HPCTRAIN_CHECK(!options.packing || options.max_length == 0,
                  "--max-length {} cuts documents with --packing none; packed rows have --block-size tokens",
                  options.max_length);
-  HPCTRAIN_CHECK(options.memory_mb >= 1, "--memory-mb must be at least 1, got {}", options.memory_mb);
+  HPCTRAIN_CHECK(options.memory_mb >= 1 && options.memory_mb <= (1 << 30), "--memory-mb {}: expected 1 to {} MiB",
+                 options.memory_mb, 1 << 30);
   std::vector<fs::path> paths = options.inputs;
   if (!options.validation_input.empty()) paths.push_back(options.validation_input);
   for (const auto& path : paths)
@@ -128,7 +134,7 @@ int row_length_of(const LmPrepOptions& options, const nlohmann::json& config) {
   const int chosen = options.packing ? options.block_size : options.max_length;
   if (chosen > 0) return chosen;
   const auto limit = config.find("model_max_length");
-  if (limit != config.end() && limit->is_number() && limit->get<double>() >= 1.0 && limit->get<double>() < kDefaultBlockSize)
+  if (limit != config.end() && limit->is_number() && limit->get<double>() >= 2.0 && limit->get<double>() < kDefaultBlockSize)
     return static_cast<int>(limit->get<double>());
   return kDefaultBlockSize;
 }
@@ -277,6 +283,15 @@ int64_t skipped_rows(const std::map<std::string, int64_t>& skipped) {
 }
 
 // The same plan on every rank; a split without documents or rows is an error.
+// The input files for messages: "a.jsonl, b.jsonl (--validation-input v.jsonl)".
+std::string input_names(const LmPrepOptions& options) {
+  std::vector<std::string> names;
+  for (const fs::path& input : options.inputs) names.push_back("'" + input.string() + "'");
+  std::string text = fmt::format("{}", fmt::join(names, ", "));
+  if (!options.validation_input.empty()) text += fmt::format(" (--validation-input '{}')", options.validation_input.string());
+  return text;
+}
+
 LmPlan plan_all(std::vector<LmInput>& inputs, const LmPrepOptions& options, int row_length, const LmPrepReport& report,
                 std::vector<int64_t>& tokens, dist::Comm& comm) {
   auto valid = gather_documents(inputs, comm);
@@ -285,15 +300,16 @@ LmPlan plan_all(std::vector<LmInput>& inputs, const LmPrepOptions& options, int 
   on_every_rank(comm, "prep lm: planning the splits", [&] {
     plan = plan_documents(valid, options.validation_fraction, options.seed);
     for (std::size_t s = 0; s < plan.documents.names.size(); ++s)
-      HPCTRAIN_CHECK(plan.documents.sizes[s] > 0, "split '{}' has no documents ({} input rows were skipped as invalid)",
-                     plan.documents.names[s], skipped);
+      HPCTRAIN_CHECK(plan.documents.sizes[s] > 0, "prep lm: split '{}' has no documents ({} input rows were skipped as "
+                     "invalid); inputs: {}", plan.documents.names[s], skipped, input_names(options));
   });
   tokens = tokens_per_split(inputs, plan, comm);
   on_every_rank(comm, "prep lm: planning the rows", [&] {
     plan_rows(plan, tokens, options.packing ? row_length : 0, options.seed);
     for (std::size_t s = 0; s < plan.rows.size(); ++s)
-      HPCTRAIN_CHECK(plan.rows[s] > 0, "split '{}': its {} documents hold {} tokens, fewer than one row of --block-size {}",
-                     plan.documents.names[s], plan.documents.sizes[s], tokens[s], row_length);
+      HPCTRAIN_CHECK(plan.rows[s] > 0, "prep lm: split '{}': its {} documents hold {} tokens, fewer than one row of "
+                     "--block-size {}; inputs: {}", plan.documents.names[s], plan.documents.sizes[s], tokens[s],
+                     row_length, input_names(options));
   });
   return plan;
 }

@@ -1,7 +1,7 @@
 // Causal language modelling (objective.hpp, Note [Objectives]): next-token cross-entropy summed over the
 // predicted tokens of the kept rows, counted in tokens; evaluation reports the loss token-weighted over the
 // whole split, its perplexity and the tokens; the lowest perplexity is best; `hpctrain predict` writes each
-// row's summed loss and predicted tokens.
+// row's summed loss and predicted tokens (with --logits also each predicted token's log-probability).
 //
 // Note [Causal-LM labels]
 // A row of a causal-lm file is its tokens; the loader pads rows to the batch's longest on the right
@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,40 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
   return all;
 }
 
+// Collective, for `predict --logits`: each kept row's log-probability of every predicted token (log_softmax of the
+// logits at position t, at token t + 1; float64), gathered on rank 0 by example index (empty elsewhere). An output,
+// not a loss: the sum of a row's values is minus its loss_sum.
+std::map<int64_t, std::vector<double>> gather_token_logprobs(models::CausalLM& model, loader::ShardLoader& loader,
+                                                              const EvalContext& context) {
+  EvalModeScope eval_mode(model);
+  at::NoGradGuard no_grad;
+  std::vector<double> flat;  // per row: index, count, the count log-probabilities
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    const at::Tensor keep = batch->is_padding.logical_not();
+    const at::Tensor logits = lm_logits(model, *batch, context.device, context.autocast).to(at::kDouble);
+    const at::Tensor next = models::shift_labels(token_labels(*batch, keep)).to(logits.device());
+    const at::Tensor chosen = at::log_softmax(logits, -1).gather(2, next.clamp_min(0).unsqueeze(2)).squeeze(2).cpu();
+    const at::Tensor predicted = next.ne(models::kIgnoreIndex).cpu();
+    for (int64_t row = 0; row < batch->size(); ++row) {
+      if (!keep[row].item<bool>()) continue;
+      const at::Tensor values = chosen[row].index({predicted[row]}).contiguous();
+      flat.push_back(static_cast<double>(batch->example_index[row].item<int64_t>()));
+      flat.push_back(static_cast<double>(values.numel()));
+      flat.insert(flat.end(), values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
+    }
+  }
+  const std::vector<double> all = gather_rows(context.comm, std::move(flat));
+  std::map<int64_t, std::vector<double>> by_index;
+  for (std::size_t at = 0; at < all.size();) {
+    const auto count = static_cast<std::size_t>(all[at + 1]);
+    by_index[static_cast<int64_t>(all[at])].assign(all.begin() + static_cast<std::ptrdiff_t>(at + 2),
+                                                   all.begin() + static_cast<std::ptrdiff_t>(at + 2 + count));
+    at += 2 + count;
+  }
+  return by_index;
+}
+
 class CausalLanguageModelling final : public Objective {
  public:
   double count(const loader::Batch& batch, const at::Tensor& keep) const override {
@@ -151,6 +186,8 @@ class CausalLanguageModelling final : public Objective {
 
   std::string predictions(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
     const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context);
+    const auto logprobs = context.logits ? gather_token_logprobs(causal_lm(model), loader, context)
+                                         : std::map<int64_t, std::vector<double>>{};
     if (!context.comm.is_main_process()) return "";
     const int64_t n = loader.num_examples();
     HPCTRAIN_CHECK(static_cast<int64_t>(rows.size() / 3) == n, "gathered {} predictions for {} examples", rows.size() / 3, n);
@@ -158,9 +195,10 @@ class CausalLanguageModelling final : public Objective {
     std::string text;
     for (std::size_t at = 0; at < rows.size(); at += 3) {
       const auto index = static_cast<int64_t>(rows[at]), tokens = static_cast<int64_t>(rows[at + 2]);
-      const nlohmann::json line = {{"index", index}, {"source_index", source_index[static_cast<std::size_t>(index)]},
-                                   {"loss_sum", rows[at + 1]}, {"tokens", tokens},
-                                   {"loss", tokens > 0 ? nlohmann::json(rows[at + 1] / rows[at + 2]) : nlohmann::json()}};
+      nlohmann::json line = {{"index", index}, {"source_index", source_index[static_cast<std::size_t>(index)]},
+                             {"loss_sum", rows[at + 1]}, {"tokens", tokens},
+                             {"loss", tokens > 0 ? nlohmann::json(rows[at + 1] / rows[at + 2]) : nlohmann::json()}};
+      if (context.logits) line["logprobs"] = logprobs.at(index);  // predict --logits
       text += line.dump() + "\n";
     }
     return text;
