@@ -22,6 +22,16 @@ void fill_positions(Batch& batch, const std::vector<int64_t>& labels, const std:
   }
 }
 
+// Each token's place in its document (Note [Document boundaries]); padding goes on counting from the last
+// document, so that it joins that document's run (Note [Packed attention] in src/models/attention.cpp).
+void fill_document_positions(const uint8_t* starts, int64_t count, int64_t* out, int64_t length) {
+  int64_t place = 0;
+  for (int64_t t = 0; t < length; ++t) {
+    place = t < count && starts[t] != 0 ? 0 : place + 1;
+    out[t] = place;
+  }
+}
+
 }  // namespace
 
 Batch collate_text(const data::TextExamples& examples, const std::vector<data::SamplePosition>& positions,
@@ -49,15 +59,12 @@ Batch collate_text(const data::TextExamples& examples, const std::vector<data::S
   }
   for (int64_t i = 0; i < size; ++i) {
     const int64_t first = examples.offsets[i], count = examples.length(i);
-    int64_t place = 0;
     for (int64_t t = 0; t < count; ++t) {
       ids[i * length + t] = examples.input_ids[first + t];
       mask[i * length + t] = 1;
       if (examples.has_token_type_ids()) types[i * length + t] = examples.token_type_ids[first + t];
-      if (places == nullptr) continue;
-      place = examples.document_start[first + t] != 0 ? 0 : place + 1;
-      places[i * length + t] = place;
     }
+    if (places != nullptr) fill_document_positions(examples.document_start.data() + first, count, places + i * length, length);
   }
   fill_positions(batch, examples.labels, positions);
   return batch;

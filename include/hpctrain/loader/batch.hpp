@@ -20,7 +20,7 @@ struct Batch {
   torch::Tensor attention_mask;  // int64 [B, L], 1 on tokens, 0 on padding
   torch::Tensor token_type_ids;  // int64 [B, L], segment ids (zeros for single sentences)
   // int64 [B, L] for rows packed by documents (Note [Document boundaries] in src/data/examples.cpp), else
-  // undefined: each token's position in its document, 0 at every document's first token; 0 on padding.
+  // undefined: each token's position in its document, 0 at every document's first token (padding counts on).
   torch::Tensor position_ids;
   torch::Tensor pixel_values;    // float32 [B, C, H, W], (x/255 - mean[c]) / std[c]
   torch::Tensor labels;          // int64 [B]

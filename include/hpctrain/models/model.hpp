@@ -22,6 +22,9 @@ struct ModelInputs {
   at::Tensor input_ids;       // int64 [B, L] (text models)
   at::Tensor attention_mask;  // [B, L], 1 = token, 0 = padding (any dtype); absent = all tokens
   at::Tensor token_type_ids;  // int64 [B, L] (BERT); absent = zeros
+  // int64 [B, L], causal LMs: each token's position; 0 starts a document of a row packed from several (Note
+  // [Document boundaries] in src/data/examples.cpp), which attends to nothing before it. Absent = 0 ... L - 1.
+  at::Tensor position_ids;
   at::Tensor pixel_values;    // floating [B, C, H, W] (vision models)
   // Absent = no loss. int64 [B] for single-label classification, floating [B, num_labels] for
   // multi-label, floating [B] or [B, num_labels] for regression (see classification_loss); int64 [B, L] token
