@@ -106,15 +106,19 @@ LlamaAttention::LlamaAttention(const io::LlamaConfig& s, bool qkv_bias, bool o_b
 
 at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1);
-  const int64_t first = cache != nullptr ? cache->length() : 0;  // Note [KV cache]: the new tokens' positions
-  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), first);
-  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), first)
+  // Note [KV cache]: the new tokens' positions follow the cached ones; else the batch's (packed rows: per document).
+  const int64_t first = cache != nullptr ? cache->length() : 0;
+  const at::Tensor positions = cache != nullptr || !context.positions.defined()
+                                   ? at::arange(first, first + length, hidden.options().dtype(at::kLong)).unsqueeze(0)
+                                   : context.positions;
+  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), positions);
+  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), positions)
                      .reshape({batch, length, kv_heads_ * head_dim_});
   at::Tensor v = v_proj->forward(hidden);
   if (cache != nullptr) std::tie(k, v) = cache->append(k, v);
   const at::Tensor attended = detail::causal_self_attention(
       q.reshape({batch, length, heads_ * head_dim_}), k, v, context.key_mask, heads_, kv_heads_,
-      1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training());
+      1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training(), context.documents);
   return o_proj->forward(attended);
 }
 
