@@ -36,15 +36,13 @@ mpirun=(mpirun --oversubscribe --bind-to none -np 2)
 python3 scripts/fortunes_to_jsonl.py --categories all --output "$work/fortunes.jsonl" >/dev/null
 for packing in bfd none; do
   "$hpctrain" prep lm --input "$work/fortunes.jsonl" --text-field text --tokenizer data/fortunes-bpe --packing $packing \
-    --max-length 512 --seed 1 --no-progress --output "$work/$packing.h5" 2>&1 | grep -E "train:|fill|cut" | sed "s/^/$packing: /"
+    --max-length 512 --seed 1 --no-progress --output "$work/$packing.h5" >"$work/prep-$packing.log" 2>&1 ||
+    { cat "$work/prep-$packing.log" >&2; exit 1; }
+  grep -E "train:|cut" "$work/prep-$packing.log" | sed "s/^/$packing: /"
 done
-# Per rank: packed_batch rows, or the documents holding as many real tokens on average.
-none_batch=$(python3 - "$work/bfd.h5" "$work/none.h5" "$packed_batch" <<'PY'
-import h5py, sys
-mean = lambda p: (lambda s: s["offsets"][-1] / s.attrs["num_examples"])(h5py.File(p, "r")["train"])
-print(round(int(sys.argv[3]) * mean(sys.argv[1]) / mean(sys.argv[2])))
-PY
-)
+# Per rank: packed_batch rows, or the documents holding as many real tokens on average (prep's "-> R rows (T tokens)").
+mean_row() { sed -n 's/.*train: .* -> \([0-9]*\) rows (\([0-9]*\) tokens).*/\2 \1/p' "$work/prep-$1.log" | awk '{print $1 / $2}'; }
+none_batch=$(awk -v b="$packed_batch" -v p="$(mean_row bfd)" -v n="$(mean_row none)" 'BEGIN {printf "%d", b * p / n + 0.5}')
 echo "batch per rank: bfd $packed_batch rows, none $none_batch documents (the same real tokens per step on average)"
 
 # run PACKING BATCH ROUND: one training run, its result line appended to $results.

@@ -43,7 +43,7 @@ namespace hpctrain::models::detail {
 // same workspaces with the [n, n] corner of the causal mask, so the work is sum(n^2), not L^2, and a document's
 // numbers are those it has alone (up to the summation order of the products). Nothing [L, L] per row exists. On
 // CUDA (LibTorch 2) SDPA gets one float mask [B, 1, L, L], lowest value on "future or other document" keys
-// (packed_attention_bias), which the memory-efficient kernel takes; the stable C++ API has no variable-length
+// (causal_attention_bias), which the memory-efficient kernel takes; the stable C++ API has no variable-length
 // (cu_seqlens) flash entry, so the flash kernel is not used for packed rows.
 
 namespace {

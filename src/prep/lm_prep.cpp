@@ -420,7 +420,6 @@ void pack_all(const std::vector<LmInput>& inputs, const LmPlan& plan, const LmPr
   buckets.flush();
 }
 
-
 void write_file(const LmPrepOptions& options, const data::FileAttributes& attributes, const LmPlan& plan,
                 const fs::path& stem, const Budget& budget, int threads, LmPrepReport& report) {
   data::WriterOptions writer_options;
