@@ -16,24 +16,24 @@ using namespace hpctrain::models::detail;
 
 // Two rows: documents of 3, 4 and 2 tokens; documents of 5 and 2 tokens and 2 padding tokens (which continue the
 // last document, as the loader numbers them).
-struct Packed {
+struct PackedRowsOnCpu {
   at::Tensor key_mask = at::tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}, at::kLong).view({2, 9});
   at::Tensor documents = at::tensor({1, 1, 1, 2, 2, 2, 2, 3, 3, 1, 1, 1, 1, 1, 2, 2, 2, 2}, at::kLong).view({2, 9});
 };
 
-at::Tensor padding_bias(const at::Tensor& key_mask) {
+at::Tensor packed_padding_bias(const at::Tensor& key_mask) {
   return key_mask.to(at::kFloat).neg().add(1).mul(std::numeric_limits<float>::lowest()).view({key_mask.size(0), 1, 1, -1});
 }
 
-double max_difference(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
+double packed_max_difference(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(packed_attention_cuda_path)
 
 BOOST_AUTO_TEST_CASE(mask_hides_the_future_other_documents_and_padding) {
-  const Packed rows;
-  const at::Tensor bias = causal_attention_bias(padding_bias(rows.key_mask), rows.documents, 9);
+  const PackedRowsOnCpu rows;
+  const at::Tensor bias = causal_attention_bias(packed_padding_bias(rows.key_mask), rows.documents, 9);
   BOOST_TEST(bias.sizes() == at::IntArrayRef({2, 1, 9, 9}));
   const at::Tensor visible = bias.squeeze(1).eq(0);
   for (int64_t b = 0; b < 2; ++b)
@@ -44,7 +44,7 @@ BOOST_AUTO_TEST_CASE(mask_hides_the_future_other_documents_and_padding) {
         BOOST_TEST(visible[b][i][j].item<bool>() == expected, "row " << b << ", query " << i << ", key " << j);
       }
   // Without documents: causal and padding only, bottom-right aligned for fewer queries (a KV cache).
-  const at::Tensor cached = causal_attention_bias(padding_bias(rows.key_mask), at::Tensor(), 2);
+  const at::Tensor cached = causal_attention_bias(packed_padding_bias(rows.key_mask), at::Tensor(), 2);
   BOOST_TEST(cached.sizes() == at::IntArrayRef({2, 1, 2, 9}));
   BOOST_TEST(cached[0][0][0].eq(0).sum().item<int64_t>() == 8);
 }
@@ -52,7 +52,7 @@ BOOST_AUTO_TEST_CASE(mask_hides_the_future_other_documents_and_padding) {
 #if HPCTRAIN_TORCH_2
 BOOST_AUTO_TEST_CASE(sdpa_with_the_mask_equals_the_cpu_blocks) {
   at::manual_seed(7);
-  const Packed rows;
+  const PackedRowsOnCpu rows;
   constexpr int64_t heads = 2, head_dim = 4;
   auto make = [] { return at::randn({2, 9, heads * head_dim}, at::kFloat).requires_grad_(true); };
   const at::Tensor q = make(), k = make(), v = make();
@@ -65,14 +65,14 @@ BOOST_AUTO_TEST_CASE(sdpa_with_the_mask_equals_the_cpu_blocks) {
   for (const at::Tensor* x : {&q, &k, &v}) x->grad().zero_();
   auto heads_first = [](const at::Tensor& x) { return x.view({2, 9, heads, head_dim}).transpose(1, 2); };
   const at::Tensor sdpa = causal_sdpa(heads_first(q), heads_first(k), heads_first(v), rows.key_mask,
-                                      padding_bias(rows.key_mask), rows.documents, scale, 0.0)
+                                      packed_padding_bias(rows.key_mask), rows.documents, scale, 0.0)
                               .transpose(1, 2)
                               .reshape({2, 9, heads * head_dim});
   (sdpa * weights).sum().backward();
-  BOOST_TEST(max_difference(blocked.index({real}), sdpa.index({real})) < 1e-5);
-  BOOST_TEST(max_difference(dq, q.grad()) < 1e-5);
-  BOOST_TEST(max_difference(dk, k.grad()) < 1e-5);
-  BOOST_TEST(max_difference(dv, v.grad()) < 1e-5);
+  BOOST_TEST(packed_max_difference(blocked.index({real}), sdpa.index({real})) < 1e-5);
+  BOOST_TEST(packed_max_difference(dq, q.grad()) < 1e-5);
+  BOOST_TEST(packed_max_difference(dk, k.grad()) < 1e-5);
+  BOOST_TEST(packed_max_difference(dv, v.grad()) < 1e-5);
 }
 #endif
 

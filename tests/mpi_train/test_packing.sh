@@ -57,7 +57,7 @@ compare "$WORK/lu/final/$W" "$WORK/lp/final/$W" 1e-5 && ok "llama: packed step =
 
 # --- eval: the packed and the unpacked validation split, the same documents: the same loss and tokens ----------
 for packing in bfd none; do
-  run_ok "eval --json on the $packing split" "$WORK/e-$packing.log" mpi 2 eval --model "$WORK/p/final" \
+  run_ok "eval --json on the $packing split" "$WORK/e-$packing.log" mpi 1 eval --model "$WORK/p/final" \
     --data "$WORK/$packing.h5" --split validation --batch-size 3 --threads 1 --json
   sed -n '/^{/,/^}/p' "$WORK/e-$packing.log" >"$WORK/e-$packing.json"
 done

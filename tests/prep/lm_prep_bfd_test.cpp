@@ -26,10 +26,10 @@ namespace {
 
 using Ids = std::vector<int32_t>;
 
-fs::path gpt2_dir() { return fs::path(HPCTRAIN_TEST_DATA_DIR) / "tokenize/golden/bpe/gpt2"; }
+fs::path bfd_tokenizer_dir() { return fs::path(HPCTRAIN_TEST_DATA_DIR) / "tokenize/golden/bpe/gpt2"; }
 
 // Documents of many lengths: short ones, and a few longer than the rows of the tests (12 tokens).
-std::vector<std::string> texts() {
+std::vector<std::string> bfd_texts() {
   std::vector<std::string> out = {"x", "Hello world", "The quick brown fox jumps over the lazy dog.",
                                   "A much longer document that spans more than one row of twelve tokens when packed.",
                                   "short", "two words"};
@@ -37,7 +37,7 @@ std::vector<std::string> texts() {
   return out;
 }
 
-std::string jsonl(const std::vector<std::string>& documents) {
+std::string bfd_jsonl(const std::vector<std::string>& documents) {
   std::string out;
   for (const auto& text : documents) out += nlohmann::json{{"text", text}}.dump() + "\n";
   return out;
@@ -46,7 +46,7 @@ std::string jsonl(const std::vector<std::string>& documents) {
 prep::LmPrepOptions bfd_options(const TempDir& dir, prep::LmPacking packing) {
   prep::LmPrepOptions options;
   options.inputs = {dir / "docs.jsonl"};
-  options.tokenizer_dir = gpt2_dir();
+  options.tokenizer_dir = bfd_tokenizer_dir();
   options.output = dir / "lm.h5";
   options.progress = false;
   options.threads = 1;
@@ -56,7 +56,7 @@ prep::LmPrepOptions bfd_options(const TempDir& dir, prep::LmPacking packing) {
 }
 
 // The documents of every row of a split (split at document_start), each with the source row of its row.
-std::vector<Ids> documents_in(const fs::path& path, const std::string& split, std::vector<int64_t>& row_lengths) {
+std::vector<Ids> bfd_documents_in(const fs::path& path, const std::string& split, std::vector<int64_t>& row_lengths) {
   const data::DatasetReader reader(path);
   const auto text = reader.read_text(split, 0, reader.split_info(split).num_examples);
   BOOST_TEST_REQUIRE(text.has_document_starts());
@@ -72,7 +72,7 @@ std::vector<Ids> documents_in(const fs::path& path, const std::string& split, st
 }
 
 // Everything a split holds, for comparing two files.
-std::vector<std::vector<int64_t>> contents(const fs::path& path) {
+std::vector<std::vector<int64_t>> bfd_contents(const fs::path& path) {
   const data::DatasetReader reader(path);
   std::vector<std::vector<int64_t>> out;
   for (const auto& split : reader.splits()) {
@@ -88,12 +88,12 @@ std::vector<std::vector<int64_t>> contents(const fs::path& path) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(bfd_rows_hold_whole_documents_with_their_boundaries) {
-  const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(gpt2_dir());
-  const auto documents = texts();
+  const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(bfd_tokenizer_dir());
+  const auto documents = bfd_texts();
   for (auto packing : {prep::LmPacking::bfd, prep::LmPacking::bfd_split}) {
     BOOST_TEST_CONTEXT(prep::to_string(packing)) {
       TempDir dir;
-      write_file(dir / "docs.jsonl", jsonl(documents));
+      write_file(dir / "docs.jsonl", bfd_jsonl(documents));
       const auto options = bfd_options(dir, packing);
       const auto report = prep::prep_lm(options);
       // Expected: each document's ids (then EOS) cut to 12 (bfd) or in pieces of 12 (bfd_split).
@@ -112,7 +112,7 @@ BOOST_AUTO_TEST_CASE(bfd_rows_hold_whole_documents_with_their_boundaries) {
       }
       BOOST_TEST_REQUIRE(cut > 0);
       std::vector<int64_t> row_lengths;
-      const auto got = documents_in(options.output, "train", row_lengths);
+      const auto got = bfd_documents_in(options.output, "train", row_lengths);
       BOOST_TEST((std::multiset<Ids>(got.begin(), got.end()) == expected));
       for (int64_t length : row_lengths) BOOST_TEST(length <= 12);
       BOOST_TEST(report.truncated == (packing == prep::LmPacking::bfd ? cut : 0));
@@ -134,25 +134,25 @@ BOOST_AUTO_TEST_CASE(bfd_rows_hold_whole_documents_with_their_boundaries) {
 
 BOOST_AUTO_TEST_CASE(bfd_output_depends_only_on_the_inputs_and_the_seed) {
   TempDir dir;
-  write_file(dir / "docs.jsonl", jsonl(texts()));
+  write_file(dir / "docs.jsonl", bfd_jsonl(bfd_texts()));
   auto options = bfd_options(dir, prep::LmPacking::bfd);
   options.validation_fraction = 0.2;
   (void)prep::prep_lm(options);
-  const auto first = contents(options.output);
+  const auto first = bfd_contents(options.output);
   options.output = dir / "again.h5";
   options.threads = 3;
   options.memory_mb = 2;  // other buckets (rows_are_joined_from_segments_across_buckets covers tiny ones)
   (void)prep::prep_lm(options);
-  BOOST_TEST((contents(options.output) == first));
+  BOOST_TEST((bfd_contents(options.output) == first));
   options.output = dir / "other.h5";
   options.seed = 43;
   (void)prep::prep_lm(options);
-  BOOST_TEST((contents(options.output) != first));
+  BOOST_TEST((bfd_contents(options.output) != first));
 }
 
 BOOST_AUTO_TEST_CASE(bfd_hostile_options_and_empty_splits_are_named) {
   TempDir dir;
-  write_file(dir / "docs.jsonl", jsonl(texts()));
+  write_file(dir / "docs.jsonl", bfd_jsonl(bfd_texts()));
   write_file(dir / "empty.jsonl", "{\"body\": \"no text field\"}\n");
   auto options = bfd_options(dir, prep::LmPacking::bfd);
   options.block_size = 16;
