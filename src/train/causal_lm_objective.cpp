@@ -5,11 +5,14 @@
 //
 // Note [Causal-LM labels]
 // A row of a causal-lm file is its tokens; the loader pads rows to the batch's longest on the right
-// (attention_mask 0). Labels are the input ids with -100 on padding and on rows not trained on, and the
-// model shifts them (models::causal_lm_loss_sum, transformers' shift): a row of n tokens predicts n - 1. So
-// count() — the row's tokens minus one, over the kept rows — is read from the attention mask on the host
-// and equals the count causal_lm_loss_sum finds on the device. Packed rows (no padding) go to the model
-// without a mask, so that the attention can take its unmasked path (SDPA's flash kernel on CUDA).
+// (attention_mask 0). Labels are the input ids with -100 on padding, on rows not trained on and on the first
+// token of every document of a row packed from several (position_ids 0, Note [Document boundaries] in
+// src/data/examples.cpp: it is not predicted from the previous document's last token, as transformers'
+// DataCollatorWithFlattening labels it), and the model shifts them (models::causal_lm_loss_sum, transformers'
+// shift): a row of n tokens in d documents predicts n - d. So count() — the labels other than -100 after each
+// row's first — is computed from the same labels on the host and equals the count causal_lm_loss_sum finds on the
+// device. Rows without padding go to the model without a mask, so that the attention can take its unmasked path
+// (SDPA's flash kernel on CUDA); rows packed from documents bring their position_ids (Note [Packed attention]).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -37,9 +40,11 @@ models::CausalLM& causal_lm(models::Model& model) {
   return *out;
 }
 
-// Note [Causal-LM labels]: input ids, -100 on padding and on the rows `keep` (bool [B]) leaves out.
+// Note [Causal-LM labels]: input ids, -100 on padding, on the rows `keep` (bool [B]) leaves out and on the first
+// token of each document of a packed row.
 at::Tensor token_labels(const loader::Batch& batch, const at::Tensor& keep) {
-  const at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
+  at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
+  if (batch.position_ids.defined()) trained = trained.logical_and(batch.position_ids.ne(0));
   return batch.input_ids.masked_fill(trained.logical_not(), models::kIgnoreIndex);
 }
 
@@ -49,6 +54,7 @@ models::ModelInputs lm_inputs(const loader::Batch& batch, const at::Device& devi
   const bool pinned = batch.input_ids.is_pinned();
   inputs.input_ids = batch.input_ids.to(device, /*non_blocking=*/pinned);
   if (!batch.attention_mask.all().item<bool>()) inputs.attention_mask = batch.attention_mask.to(device, pinned);
+  if (batch.position_ids.defined()) inputs.position_ids = batch.position_ids.to(device, pinned);
   return inputs;
 }
 
@@ -148,8 +154,9 @@ std::map<int64_t, std::vector<double>> gather_token_logprobs(models::CausalLM& m
 class CausalLanguageModelling final : public Objective {
  public:
   double count(const loader::Batch& batch, const at::Tensor& keep) const override {
-    const at::Tensor tokens = batch.attention_mask.sum(1);
-    return static_cast<double>(at::where(keep, (tokens - 1).clamp_min(0), at::zeros_like(tokens)).sum().item<int64_t>());
+    // Note [Causal-LM labels]: position t predicts label t + 1, so column 0's label is never a target.
+    const at::Tensor targets = token_labels(batch, keep).slice(1, 1);
+    return static_cast<double>(targets.ne(models::kIgnoreIndex).sum().item<int64_t>());
   }
 
   MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
