@@ -125,10 +125,11 @@ int prep_lm_command(const Args& args, const std::string& command_line, dist::Com
   po::variables_map values;
   if (!parse_options(args, "hpctrain prep lm --input FILE... --tokenizer DIR --output FILE.h5 [options]", all, values)) return 0;
   options.packing = prep::parse_lm_packing(text.packing);
-  // Note: --max-length given as 0 or 1 is refused (a row must hold an input and a target); omitted, it is the default.
-  HPCTRAIN_CHECK(values.count("max-length") == 0 || options.max_length >= 2,
-                 "--max-length {}: expected at least 2 tokens per row (an input and its next token); omit it for "
-                 "min(1024, model_max_length)", options.max_length);
+  // --max-length given as 0 is refused here (prep::LmPrepOptions reads 0 as "the default"); 1 and the upper bound
+  // are checked with --block-size's by prep::check_options, with this message.
+  HPCTRAIN_CHECK(values.count("max-length") == 0 || options.max_length != 0,
+                 "--max-length 0: expected 2 to {} tokens per row (a row of one token predicts nothing); omit it for "
+                 "min(1024, model_max_length)", 1 << 24);
   for (const auto& input : text.inputs) options.inputs.emplace_back(input);
   options.validation_input = text.validation_input;
   options.tokenizer_dir = text.tokenizer;
