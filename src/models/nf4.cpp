@@ -20,7 +20,8 @@ namespace hpctrain::models {
 namespace {
 
 // bitsandbytes' get_4bit_type: NF4's 16 quantiles of N(0, 1) scaled to [-1, 1] (ascending), and FP4 (1 sign, 2
-// exponent, 1 mantissa bit, bias 2) divided by its largest magnitude 12, in bit order.
+// exponent, 1 mantissa bit, bias 2) divided by its largest magnitude 12, in bit order. FP4's code 8 ("-0") is +0 as
+// in its table (the integer -0 of a Python list) and its AVX-512 dequantizer; only its scalar C loop gives -0.
 const std::array<float, 16> kNf4Values = {
     -1.0f, static_cast<float>(-0.6961928009986877), static_cast<float>(-0.5250730514526367),
     static_cast<float>(-0.39491748809814453), static_cast<float>(-0.28444138169288635),
@@ -31,7 +32,7 @@ const std::array<float, 16> kNf4Values = {
     static_cast<float>(0.7229568362236023), 1.0f};
 const std::array<float, 16> kFp4Values = {
     0.0f / 12.0f,  0.0625f / 12.0f,  8.0f / 12.0f,  12.0f / 12.0f,  4.0f / 12.0f,  6.0f / 12.0f,  2.0f / 12.0f,  3.0f / 12.0f,
-    -0.0f / 12.0f, -0.0625f / 12.0f, -8.0f / 12.0f, -12.0f / 12.0f, -4.0f / 12.0f, -6.0f / 12.0f, -2.0f / 12.0f, -3.0f / 12.0f};
+    0.0f,          -0.0625f / 12.0f, -8.0f / 12.0f, -12.0f / 12.0f, -4.0f / 12.0f, -6.0f / 12.0f, -2.0f / 12.0f, -3.0f / 12.0f};
 // torch.argsort of the FP4 values (the ascending order bitsandbytes' quantizer maps back through): +0 (code 0)
 // sorts before -0 (code 8).
 constexpr std::array<std::uint8_t, 16> kFp4Order = {11, 10, 13, 12, 15, 14, 9, 0, 8, 1, 6, 7, 4, 5, 2, 3};

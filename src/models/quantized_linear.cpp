@@ -54,21 +54,18 @@ Quant4Weight saved_weight(AutogradContext* ctx) {
 
 class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& bias, const Quant4Weight* weight,
+  // The bias comes as a pointer, not a differentiable input: it is frozen with the weight, and may be undefined.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor* bias, const Quant4Weight* weight,
                             at::ScalarType dtype) {
     save_weight(ctx, *weight, dtype);
-    ctx->saved_data["bias_grad"] = bias.defined() && bias.requires_grad();
-    return at::linear(x, dequantized(*weight, dtype), bias);  // the dequantized weight dies with this line
+    return at::linear(x, dequantized(*weight, dtype), *bias);  // the dequantized weight dies with this line
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor& grad = grad_outputs[0];
     const at::ScalarType dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
     const at::Tensor w = dequantized(saved_weight(ctx), dtype);
-    at::Tensor grad_x = at::matmul(grad.to(dtype), w);
-    at::Tensor grad_bias;
-    if (ctx->saved_data["bias_grad"].toBool()) grad_bias = grad.reshape({-1, grad.size(-1)}).sum(0);
-    return {grad_x, grad_bias, at::Tensor(), at::Tensor()};
+    return {at::matmul(grad.to(dtype), w), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -78,7 +75,8 @@ at::Tensor quantized_linear(const at::Tensor& x, const Quant4Weight& weight, con
   HPCTRAIN_CHECK(weight.shape.size() == 2 && x.dim() >= 1 && x.size(-1) == weight.shape[1],
                  "quantized_linear: input of {} features for a 4-bit weight of shape [{}, {}]", x.dim() >= 1 ? x.size(-1) : 0,
                  weight.shape.empty() ? 0 : weight.shape[0], weight.shape.size() > 1 ? weight.shape[1] : 0);
-  return QuantizedLinearFunction::apply(x, bias, &weight, product_dtype(x));
+  HPCTRAIN_CHECK(!bias.defined() || !bias.requires_grad(), "quantized_linear: the bias of a 4-bit layer must be frozen");
+  return QuantizedLinearFunction::apply(x, &bias, &weight, product_dtype(x));
 }
 
 Quant4StateImpl::Quant4StateImpl(const Quant4Weight& weight) : shape_(weight.shape), options_(weight.options) {

@@ -35,6 +35,14 @@ bool same_bits(const at::Tensor& a, const at::Tensor& b) {
          at::equal(a.reshape({-1}).view(at::kByte), b.reshape({-1}).view(at::kByte));
 }
 
+// Bit for bit, but for the sign of a zero: bitsandbytes' own dequantizers disagree on FP4's code 8 (its scalar C
+// loop gives -0, its AVX-512 loop and its Python fallback +0, as hpctrain).
+bool same_bits_but_zero_sign(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() != b.scalar_type() || a.numel() != b.numel()) return false;
+  const at::Tensor x = a.reshape({-1}).to(at::kFloat), y = b.reshape({-1}).to(at::kFloat);
+  return at::all(x.view(at::kInt).eq(y.view(at::kInt)) | (x.eq(0) & y.eq(0))).item<bool>();
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(nf4_against_bitsandbytes)
@@ -65,7 +73,7 @@ BOOST_AUTO_TEST_CASE(quantization_is_bit_exact) {
   }
 }
 
-// dequantize_4bit of our quantization: bitsandbytes' float32 and bfloat16 weights, bit for bit.
+// dequantize_4bit of our quantization: bitsandbytes' float32 and bfloat16 weights, bit for bit (a zero's sign aside).
 BOOST_AUTO_TEST_CASE(dequantization_is_bit_exact) {
   int checked = 0;
   for (const auto& [key, expected] : nf4_golden()) {
@@ -76,7 +84,7 @@ BOOST_AUTO_TEST_CASE(dequantization_is_bit_exact) {
     const Quant4Weight ours = quantize_4bit(nf4_golden().at(name + ".input"), Quant4Options{type, 64, true}, name);
     const at::Tensor dequantized = dequantize_4bit(ours, bf16 ? at::kBFloat16 : at::kFloat);
     BOOST_TEST(dequantized.sizes() == expected.sizes(), key);
-    BOOST_TEST(same_bits(dequantized, expected), key);
+    BOOST_TEST(same_bits_but_zero_sign(dequantized, expected), key);
     ++checked;
   }
   BOOST_TEST(checked == 12);

@@ -16,6 +16,7 @@
 import json
 import sys
 
+import bitsandbytes as bnb
 import h5py
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
@@ -62,8 +63,15 @@ def load_base(work, kind, quantized=True, folder=None):
     config = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
                                 bnb_4bit_compute_dtype=torch.float32,
                                 llm_int8_skip_modules=["classifier"] if kind == "bert" else None)
-    return auto.from_pretrained(f"{work}/{kind}-base", quantization_config=config, device_map="cpu",
-                                dtype=torch.float32).eval()
+    model = auto.from_pretrained(f"{work}/{kind}-base", quantization_config=config, device_map="cpu",
+                                 dtype=torch.float32).eval()
+    # On a CPU with AVX512-BF16, bitsandbytes' Linear4bit repacks the weight at its first gradient-free eval-mode
+    # forward and multiplies in bfloat16 (the input cast too), whatever bnb_4bit_compute_dtype says; training takes
+    # the float32 path (dequantize_4bit, then F.linear). The comparison is in float32 on both sides, so that path.
+    for module in model.modules():
+        if isinstance(module, bnb.nn.Linear4bit):
+            module.support_avx512bf16_for_cpu = False
+    return model
 
 
 def make_bases(work):
