@@ -27,7 +27,7 @@ namespace hpctrain::models {
 
 // x Wᵀ + b (x [..., in], W [out, in] in 4-bit form, b [out] or undefined), W dequantized for the product only
 // (Note [Quantized base]); in the dtype autocast gives the product (bfloat16 under CPU bf16 autocast), else x's.
-// Differentiable in x (and b when it requires grad); no gradient for W.
+// Differentiable in x; W and b are frozen (Error when b requires grad).
 [[nodiscard]] at::Tensor quantized_linear(const at::Tensor& x, const Quant4Weight& weight, const at::Tensor& bias);
 
 // The 4-bit tensors of one layer as buffers (codes, absmax, and nested: absmax2, offset). It moves with the model
