@@ -198,11 +198,9 @@ BOOST_AUTO_TEST_CASE(bf16_autocast_dequantizes_into_bf16) {
   at::Tensor y;
   {
     compat::AutocastState on = compat::AutocastState::current();
-    const compat::AutocastState off = on;
     on.cpu_enabled = true, on.cpu_dtype = at::kBFloat16;
-    on.make_current();
+    const compat::AutocastStateGuard guard(on);  // restored even when the product throws (it leaked into later cases)
     y = quantized_linear(x, w, at::Tensor());
-    off.make_current();
   }
   BOOST_TEST(y.scalar_type() == at::kBFloat16);
   BOOST_TEST(at::equal(y, at::linear(x.detach().to(at::kBFloat16), dequantize_4bit(w, at::kBFloat16))));
