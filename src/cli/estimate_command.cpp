@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
     "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] "
-    "[--lora-r R [--lora-target-modules a,b|all-linear]] [--json] "
+    "[--lora-r R [--lora-target-modules a,b|all-linear] [--quantize-base nf4|fp4 ...]] [--json] "
     "[--measure]";
 
 struct EstimateArgs {
@@ -72,7 +72,7 @@ bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredSte
                         bool print, nlohmann::json& json) {
   const double error = static_cast<double>(e.total - m.peak_bytes) / static_cast<double>(m.peak_bytes);
   json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error},
-                      {"ranks", m.ranks}};
+                      {"ranks", m.ranks}, {"model_bytes", m.model_bytes}};
   if (!a.json && print)
     std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n",
                 m.ranks > 1 ? "measured peak (largest rank)" : "measured peak (RSS growth)",
@@ -85,16 +85,17 @@ bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredSte
 int estimate_memory_command(const Args& args, dist::Comm& comm) {
   EstimateArgs a;
   train::MemoryEstimateOptions options;
+  QuantizeBaseFlags quantize;
   po::options_description all(kEstimateUsage);
-  all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer));
+  all.add(estimate_options(a, options)).add(quantize_base_group(quantize)).add(optimizer_group(options.optimizer));
   po::variables_map values;
   if (!parse_options(args, kEstimateUsage, all, values)) return 0;
+  options.quantize = quantize_base_options(quantize);
+  HPCTRAIN_CHECK(!options.quantize || options.lora_r > 0, "--quantize-base {} needs --lora-r R (> 0): QLoRA trains "
+                 "adapters over the 4-bit base", quantize.type);
   optim::validate_optimizer_options(options.optimizer);
   options.bucket_bytes = static_cast<int64_t>(a.bucket_mb * (1 << 20));
   options.first_bucket_bytes = static_cast<int64_t>(a.first_bucket_mb * (1 << 20));
-  HPCTRAIN_CHECK(!a.measure || options.lora_r == 0, "estimate-memory --measure --lora-r {}: --measure runs a full "
-                 "fine-tuning step\n  hint: compare with the peak RSS of `hpctrain train --lora-r {}`", options.lora_r,
-                 options.lora_r);
   HPCTRAIN_CHECK(options.lora_r > 0 || options.lora_target_modules.empty(), "--lora-target-modules needs --lora-r R (> 0)");
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);

@@ -16,6 +16,7 @@
 #include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/models/generation.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/tokenize/byte_level_bpe.hpp"
 #include "hpctrain/train/threads.hpp"
@@ -38,6 +39,7 @@ struct GenerateOptions {
   int64_t num_return_sequences = 1;
   int threads = 0;
   bool json = false;
+  QuantizeBaseFlags quantize;  // QLoRA: the base's frozen layers in 4-bit form (needs --adapter)
 };
 
 po::options_description generate_options(GenerateOptions& o) {
@@ -65,6 +67,7 @@ po::options_description generate_options(GenerateOptions& o) {
       ("json", po::bool_switch(&o.json), "print one JSON object {\"prompt_ids\", \"new_ids\", \"text\"} per line "
        "(one per sequence): text is the new tokens decoded (the prompt not included, EOS token included when "
        "generation stopped at it)");
+  options.add(quantize_base_group(o.quantize));
   return options;
 }
 
@@ -121,9 +124,14 @@ fs::path tokenizer_folder(const GenerateOptions& o) {
   return folder;
 }
 
-std::shared_ptr<models::CausalLM> load_model(const std::string& dir, const std::string& adapter) {
+std::shared_ptr<models::CausalLM> load_model(const std::string& dir, const std::string& adapter,
+                                             const std::optional<models::Quant4Options>& quantize) {
+  HPCTRAIN_CHECK(!quantize || !adapter.empty(), "--quantize-base {} needs --adapter DIR: QLoRA generates with a LoRA "
+                 "adapter over the 4-bit base", models::to_string(quantize->type));
+  if (quantize) models::check_not_prequantized(io::HfConfig::load(dir));
   auto loaded = models::causal_lm_from_pretrained(dir);
   if (!adapter.empty()) (void)models::load_adapter(*loaded.model, adapter);  // Note [LoRA]
+  if (quantize) log::info("{}", models::quantize_frozen_base(*loaded.model, *quantize).summary());  // Note [Quantized base]
   if (!loaded.report.newly_initialized.empty())
     log::warning("{}: the LM head is not in the checkpoint; the generated tokens are random\n{}", dir,
                  loaded.report.summary());
@@ -139,9 +147,14 @@ int generate_command(const Args& args) {
   po::variables_map values;
   if (!parse_options(args, kGenerateUsage, options, values)) return 0;
   check_generate_options(o);
+  if (o.json) {  // stdout holds the JSON alone (loading logs notes, e.g. --quantize-base's)
+    log::Context quiet = log::context();
+    quiet.quiet = true;
+    log::set_context(quiet);
+  }
   (void)train::apply_threads(o.threads, 1);
   const fs::path tokenizer_dir = tokenizer_folder(o);
-  const std::shared_ptr<models::CausalLM> model = load_model(o.model, o.adapter);
+  const std::shared_ptr<models::CausalLM> model = load_model(o.model, o.adapter, quantize_base_options(o.quantize));
   const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(tokenizer_dir);
   const std::vector<int32_t> encoded = tokenizer.encode(o.prompt);
   const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());

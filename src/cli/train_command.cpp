@@ -212,8 +212,10 @@ int train_command(const Args& args, dist::Comm& comm) {
   train::TrainOptions options;
   Texts texts;
   std::string trace, timeline;
+  QuantizeBaseFlags quantize;
   po::options_description all;
-  all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options, texts));
+  all.add(data_group(options, texts)).add(model_group(options, texts)).add(quantize_base_group(quantize));
+  all.add(optimization_group(options, texts));
   all.add(optimizer_group(options.optimizer));
   all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace, timeline));
   po::variables_map values;
@@ -226,6 +228,10 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.accelerator.loss_scaling = train::parse_loss_scaling(texts.loss_scale);
   options.accelerator.grad_reduce_dtype = train::parse_grad_reduce_dtype(texts.grad_reduce_dtype);
   options.progress = values.count("no-progress") == 0;
+  if (const auto quant = quantize_base_options(quantize)) {  // validated again, with --lora-r, by validate_train_options
+    options.quantize_base = models::to_string(quant->type);
+    options.double_quant = quant->double_quant, options.quant_blocksize = quant->blocksize;
+  }
   options.eval_split_required = !values["eval-split"].defaulted();
   core::install_stop_handlers();  // Note [Stop agreement]
   const train::TrainResult result = train::run_training(comm, options);

@@ -30,7 +30,9 @@ Gpt2Conv1D::Gpt2Conv1D(int64_t in_features, int64_t out_features) {
 }
 
 at::Tensor Gpt2Conv1D::forward(const at::Tensor& x) {
-  // As transformers' Conv1D (addmm also under autocast, so bf16 regions cast the bias as there).
+  // As transformers' Conv1D (addmm also under autocast, so bf16 regions cast the bias as there); a quantized base
+  // computes x Wᵀ + b from W [out, in] (Note [Quantized base]).
+  if (base_quantized()) return with_lora(quantized_base_output(x, bias), x, is_training());
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(1);
   return with_lora(at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(shape), x, is_training());

@@ -119,6 +119,13 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   e.lora_r = options.lora_r;
   if (lora) e.parameter_count += lora->adapter_parameters;
   e.parameters = 4 * e.parameter_count, e.gradients = 4 * e.trainable_parameter_count;  // fp32
+  if (options.quantize) {  // Note [LoRA memory arithmetic]: the 4-bit base
+    HPCTRAIN_CHECK(lora.has_value(), "--quantize-base {} needs --lora-r R (> 0)", models::to_string(options.quantize->type));
+    e.quantize_base = models::to_string(options.quantize->type);
+    e.quantized_parameter_count = lora->quantized_parameters;
+    e.parameters += lora->quantized_bytes - 4 * lora->quantized_parameters;
+    e.dequantized_weight = lora->largest_quantized * detail::activation_bytes(options.precision);
+  }
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
   e.zero_stage = options.zero_stage, e.world_size = options.world_size;
   const bool decoder =
@@ -126,7 +133,7 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   e.activations = decoder ? detail::decoder_activations(config, options) : encoder_activations(config, options);
   if (const auto zero = detail::zero_terms(trainable, options, e.activations.total))  // Note [ZeRO memory arithmetic]
     e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
-  e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total;
+  e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total + e.dequantized_weight;
   return e;
 }
 
@@ -152,6 +159,10 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"backward_transient", a.backward_transient}}}};
   if (e.zero_stage > 0) out["zero_stage"] = e.zero_stage, out["world_size"] = e.world_size;  // stage 0's JSON as before
   if (e.lora_r > 0) out["lora_r"] = e.lora_r, out["trainable_parameter_count"] = e.trainable_parameter_count;
+  if (!e.quantize_base.empty()) {
+    out["quantize_base"] = e.quantize_base, out["quantized_parameter_count"] = e.quantized_parameter_count;
+    out["bytes"]["dequantized_weight"] = e.dequantized_weight;
+  }
   return out;
 }
 
@@ -171,6 +182,9 @@ std::string format_table(const MemoryEstimate& e) {
                        e.world_size == 1 ? "nothing to shard (stage 0's figures)"
                        : e.zero_stage == 1 ? "optimizer state sharded" : "optimizer state and gradients sharded");
   const bool sharded = e.zero_stage > 0 && e.world_size > 1;
+  if (!e.quantize_base.empty())
+    out += fmt::format("  --quantize-base {}: {} frozen weights in 4-bit form, counted in parameters at their bytes\n",
+                       e.quantize_base, e.quantized_parameter_count);
   row("parameters", e.parameters);
   row(sharded && e.zero_stage == 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
   row(!sharded ? "reducer buckets (extra)" : e.zero_stage == 1 ? "reduced slices (extra)" : "buckets in flight (extra)",
@@ -179,6 +193,7 @@ std::string format_table(const MemoryEstimate& e) {
   row(fmt::format("activations ({} layers)", e.activations.layers), e.activations.total);
   row("  per layer", e.activations.per_layer);
   if (e.activations.logits > 0) row("  logits and loss", e.activations.logits);
+  if (!e.quantize_base.empty()) row("dequantized weight (largest)", e.dequantized_weight);
   row("total", e.total);
   return out;
 }

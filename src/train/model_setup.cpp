@@ -11,6 +11,7 @@
 #include "hpctrain/core/sha256.hpp"
 #include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
@@ -222,6 +223,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   ModelSetup setup;
   const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
   io::HfConfig config = check_model_config(options, dataset);
+  if (!options.model_dir.empty()) models::check_not_prequantized(config);  // its packed weights would not load
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
   // from above by the state of one vector of all the parameters: factored or small tensors hold less).
@@ -243,6 +245,8 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   }
   if (auto lora = lora_config_of(options, *setup.model)) {  // after the base is loaded: adapters start from it
     setup.notes.push_back(models::apply_lora(*setup.model, *lora).summary());
+    if (const auto quant = quant4_options_of(options))  // Note [Quantized base]: the frozen layers, after the adapters
+      setup.notes.push_back(models::quantize_frozen_base(*setup.model, *quant).summary());
     setup.lora = std::make_shared<LoraRun>(setup.model, std::move(*lora), options.model_dir);
   }
   find_tokenizer_files(options, dataset, setup);

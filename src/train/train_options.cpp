@@ -186,6 +186,9 @@ const OptionField kFields[] = {
     {"--lora-target-modules", kValue, text_of<&O::lora_target_modules>},
     {"--lora-modules-to-save", kValue, text_of<&O::lora_modules_to_save>},
     {"--merge-lora", kValue, text_of<&O::merge_lora>},  // every rank takes part in saving the final model
+    {"--quantize-base", kValue, text_of<&O::quantize_base>},  // every rank holds the same 4-bit base
+    {"--double-quant", kValue, text_of<&O::double_quant>},
+    {"--quant-blocksize", kValue, text_of<&O::quant_blocksize>},
     {"--epochs", kValue, text_of<&O::epochs>},
     {"--max-steps", kValue, text_of<&O::max_steps>},
     {"--batch-size", kValue, text_of<&O::batch_size>},

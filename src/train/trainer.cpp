@@ -50,6 +50,7 @@
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/model_flops.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
@@ -525,8 +526,10 @@ void Run::record_step(const StepTotals& totals, const StepOutcome& outcome, cons
   StepRecord record{state.global_step, state.epoch_float(), loss, outcome.lr, outcome.grad_norm,
                     static_cast<int64_t>(totals.rows), times, !outcome.stepped(), outcome.loss_scale};
   record.comm_bytes = bytes;
-  if (report->logs_step(record.step, record.skipped))  // on every rank: Note [Optimizer state bytes]
+  if (report->logs_step(record.step, record.skipped)) {  // on every rank: Note [Optimizer state bytes]
     record.optimizer_state_bytes = largest_optimizer_state_bytes(comm, *optimizer);
+    record.model_bytes = models::model_bytes(*setup.model);  // a 4-bit base counted at its bytes
+  }
   record.tokens = static_cast<int64_t>(totals.tokens);
   if (totals.rows > 0) {  // Note [Model FLOPs], at the step's mean row length
     const auto per_token = models::training_flops_per_token(setup.model->config(), totals.tokens / totals.rows, weight_gradients);

@@ -22,3 +22,5 @@ hpctrain_mpi_test(train.optimizer_state_max 2 $<TARGET_FILE:mpi_train_optimizer_
 
 # mpi.train.lora_peft needs a python with peft (HPCTRAIN_TRANSFORMERS_PYTHON); without one it says SKIP.
 set_tests_properties(mpi.train.lora_peft PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")
+# mpi.train.qlora_peft needs a python with peft and bitsandbytes (HPCTRAIN_TRANSFORMERS_PYTHON); without one it says SKIP.
+set_tests_properties(mpi.train.qlora_peft PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")

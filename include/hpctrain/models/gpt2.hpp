@@ -31,13 +31,15 @@ class Gpt2Conv1D : public torch::nn::Module, public LoraTarget {
  public:
   Gpt2Conv1D(int64_t in_features, int64_t out_features);
   at::Tensor forward(const at::Tensor& x);  // [..., in] -> [..., out]
-  [[nodiscard]] int64_t in_features() const override { return weight.size(0); }
-  [[nodiscard]] int64_t out_features() const override { return weight.size(1); }
   [[nodiscard]] at::Tensor& base_weight() override { return weight; }
   [[nodiscard]] bool fan_in_fan_out() const override { return true; }
   [[nodiscard]] torch::nn::Module& as_module() override { return *this; }
 
   at::Tensor weight, bias;
+
+ protected:
+  [[nodiscard]] int64_t stored_in_features() const override { return weight.size(0); }
+  [[nodiscard]] int64_t stored_out_features() const override { return weight.size(1); }
 };
 
 class Gpt2Attention : public torch::nn::Module {

@@ -7,12 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/models/nf4.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
 namespace hpctrain::dist {
@@ -38,6 +40,8 @@ struct MemoryEstimateOptions {
   // lora_target_modules (as train's --lora-target-modules; "" = PEFT's default); 0 = full fine-tuning.
   int64_t lora_r = 0;
   std::string lora_target_modules;
+  // QLoRA (--quantize-base, needs lora_r > 0): the frozen linear layers held in 4-bit form (Note [Quantized base]).
+  std::optional<models::Quant4Options> quantize;
 };
 
 // The activations of one transformer model, bytes.
@@ -58,6 +62,9 @@ struct MemoryEstimate {
   int64_t parameter_count = 0;            // with LoRA's adapters
   int64_t trainable_parameter_count = 0;  // what has gradients and optimizer state (all but LoRA's frozen base)
   int64_t lora_r = 0;
+  std::string quantize_base;                 // "nf4" | "fp4" | "" (full precision)
+  int64_t quantized_parameter_count = 0;     // weights held in 4-bit form (counted in parameters at their bytes)
+  int64_t dequantized_weight = 0;            // bytes: the largest 4-bit layer's weight dequantized for its product
   // Bytes. Under ZeRO (stage > 0, world_size > 1): gradients are the full buckets (stage 1) or this rank's
   // reduced slices (stage 2); reducer_buckets the reduced slices (stage 1) or the buckets in flight during
   // backward (stage 2); optimizer_state the largest rank's share.
@@ -88,6 +95,7 @@ struct MeasuredStep {
   int64_t peak_bytes = 0;      // peak resident memory of the step minus `baseline_bytes`
   int64_t baseline_bytes = 0;  // resident memory before the model was built
   int ranks = 1;               // ranks that ran the step; both figures are the largest over them
+  int64_t model_bytes = 0;     // the measured model's parameters and buffers (a 4-bit base at its packed size)
 };
 // One real training step in this process: model, gradient reducer (single-process Comm), optimizer,
 // forward/backward/step on random token ids of options.batch_size x options.sequence_length, under bf16
