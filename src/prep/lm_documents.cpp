@@ -14,13 +14,6 @@
 #include "prep_common.hpp"
 
 namespace hpctrain::prep::detail {
-namespace {
-
-bool is_blank(const std::string& text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
-}
-
-}  // namespace
 
 std::optional<std::string> check_document(data::TextRecord& record, const LmPrepOptions& options,
                                           std::map<std::string, int64_t>& skipped, std::optional<BadRow>& bad) {
