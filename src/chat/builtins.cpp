@@ -110,9 +110,7 @@ Value strftime_now(Renderer& r, CallArgs& args, int line) {
 
 Value refused(const char* name, Renderer& r, int line) { r.unsupported(line, "the global function {}()", name); }
 
-}  // namespace
-
-void add_builtins(Scope& globals) {
+void add_all(Scope& globals) {
   const auto add = [&](const char* name, FunctionObject::Function function) {
     globals.set(name, Value(std::make_shared<FunctionObject>(name, std::move(function))));
   };
@@ -124,5 +122,17 @@ void add_builtins(Scope& globals) {
   for (const char* name : {"lipsum", "cycler", "joiner"})
     add(name, [name](Renderer& r, CallArgs&, int line) -> Value { return refused(name, r, line); });
 }
+
+}  // namespace
+
+const std::shared_ptr<Scope>& builtins() {
+  static const std::shared_ptr<Scope> scope = [] {
+    auto globals = std::make_shared<Scope>(nullptr);
+    add_all(*globals);
+    return globals;
+  }();
+  return scope;
+}
+
 
 }  // namespace hpctrain::chat

@@ -334,8 +334,36 @@ Value Renderer::eval(const Expr& e) {
       if (e.kind == ExprKind::negate && v == std::numeric_limits<int64_t>::min()) error(e.line, "integer overflow");
       return Value(Json(e.kind == ExprKind::negate ? -v : v));
     }
-    case ExprKind::binary:
-      return Arithmetic(*this, e.line).apply(e.binary, eval(*e.args[0]), eval(*e.args[1]));
+    case ExprKind::binary: {
+      if (e.binary != BinaryOp::add) return Arithmetic(*this, e.line).apply(e.binary, eval(*e.args[0]), eval(*e.args[1]));
+      // A chain a + b + c + ...: templates build their text this way; strings are joined once.
+      std::vector<const Expr*> leaves;
+      const Expr* node = &e;
+      for (; node->kind == ExprKind::binary && node->binary == BinaryOp::add; node = node->args[0].get())
+        leaves.push_back(node->args[1].get());
+      leaves.push_back(node);
+      std::vector<Value> values;
+      values.reserve(leaves.size());
+      std::size_t bytes = 0;
+      bool strings = true;
+      for (auto it = leaves.rbegin(); it != leaves.rend(); ++it) {
+        values.push_back(eval(**it));
+        strings = strings && values.back().is_string() && !values.back().is_markup();
+        if (strings) bytes += values.back().string().size();
+      }
+      if (strings) {
+        std::string joined;
+        joined.reserve(bytes);
+        for (const Value& value : values) joined += value.string();
+        check_size(e.line, joined.size());
+        step(e.line, joined.size());
+        return Value(Json(std::move(joined)));
+      }
+      Arithmetic arithmetic(*this, e.line);
+      Value total = values[0];
+      for (std::size_t i = 1; i < values.size(); ++i) total = arithmetic.apply(BinaryOp::add, total, values[i]);
+      return total;
+    }
     case ExprKind::compare: {
       Value left = eval(*e.args[0]);
       for (std::size_t i = 0; i < e.compare_ops.size(); ++i) {

@@ -276,7 +276,7 @@ class Lexer {
     std::size_t end = pos_ + 1;
     const char prefix = pos_ + 1 < source_.size() ? static_cast<char>(source_[pos_ + 1] | 0x20) : '\0';
     if (source_[pos_] == '0' && (prefix == 'b' || prefix == 'o' || prefix == 'x')) {
-      error("binary, octal and hexadecimal literals are not supported");
+      error("unsupported construct: binary, octal and hexadecimal literals");
     } else if (source_[pos_] == '0') {
       while (end < source_.size() && (source_[end] == '0' || (source_[end] == '_' && end + 1 < source_.size() && source_[end + 1] == '0')))
         ++end;
@@ -293,7 +293,7 @@ class Lexer {
   bool lex_name() {
     if (!is_name_start(source_[pos_])) {
       if (static_cast<unsigned char>(source_[pos_]) >= 0x80 && space_length(source_, pos_) == 0)
-        error("a name with non-ASCII characters is not supported");
+        error("unsupported construct: a name with non-ASCII characters");
       return false;
     }
     std::size_t end = pos_;
@@ -356,9 +356,9 @@ class Lexer {
               cp = cp * 8 + static_cast<uint32_t>(body[++i] - '0');
             utf8::append(out, cp);
           } else if (c == 'N') {
-            error("\\N{{...}} escapes are not supported");
+            error("unsupported construct: \\N{{...}} escapes");
           } else if (static_cast<unsigned char>(c) >= 0x80) {
-            error("a backslash before a non-ASCII character is not supported");
+            error("unsupported construct: a backslash before a non-ASCII character");
           } else {
             out += '\\';
             out += c;

@@ -146,8 +146,8 @@ struct DumpOptions {
 [[nodiscard]] std::string dump_json(const Json& data, const DumpOptions& options);
 
 // The template's globals beside the caller's variables: range, dict, namespace, raise_exception, strftime_now
-// (builtins.cpp).
-void add_builtins(Scope& globals);
+// (builtins.cpp). One scope for every rendering (its functions hold no state), the parent of the variables'.
+[[nodiscard]] const std::shared_ptr<Scope>& builtins();
 
 // Arguments bound to a signature: `names` in order; positional arguments first, then keywords; an argument not
 // given is nullopt. Error naming `what` for too many arguments or an unknown keyword.

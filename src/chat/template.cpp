@@ -51,8 +51,7 @@ bool Template::has_generation() const { return parsed_->generation; }
 
 Rendered Template::render(const Json& variables, const RenderOptions& options) const {
   if (!variables.is_object()) fail("{}: the template's variables must be a JSON object", parsed_->name);
-  auto globals = std::make_shared<Scope>(nullptr);
-  add_builtins(*globals);
+  auto globals = std::make_shared<Scope>(builtins());
   // The variables outlive the rendering: values point into them without owning them.
   const std::shared_ptr<const Json> root(std::shared_ptr<const Json>(), &variables);
   for (const auto& [key, value] : variables.items()) globals->set(key, Value(root, value));

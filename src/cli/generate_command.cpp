@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "chat_prompt.hpp"
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
@@ -27,7 +28,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kGenerateUsage =
     "hpctrain generate --model DIR [--adapter DIR] [--tokenizer DIR] --prompt TEXT --max-new-tokens N "
-    "[--temperature T --top-k K --top-p P --seed S] [--json]\n"
+    "[--temperature T --top-k K --top-p P --seed S] [--chat [--system TEXT]] [--json]\n"
     "  one process (refused when a launcher started several); greedy unless --temperature > 0";
 
 struct GenerateOptions {
@@ -36,6 +37,8 @@ struct GenerateOptions {
   int64_t seed = 0;
   int threads = 0;
   bool json = false;
+  bool chat = false;
+  std::string system, chat_template;
 };
 
 po::options_description generate_options(GenerateOptions& o) {
@@ -58,6 +61,11 @@ po::options_description generate_options(GenerateOptions& o) {
       ("seed", po::value(&o.seed)->default_value(0), "sampling: the same seed draws the same tokens (hpctrain's own "
        "generator: not the tokens torch.manual_seed gives transformers)")
       ("threads", po::value(&o.threads)->default_value(0), "CPU threads (0: the cores)")
+      ("chat", po::bool_switch(&o.chat), "the prompt is a user message, rendered with the tokenizer folder's chat "
+       "template and add_generation_prompt (as apply_chat_template); the reply stops at the template's end-of-turn "
+       "token (or EOS), and only the reply is printed")
+      ("system", po::value(&o.system), "--chat: a system message before the user's")
+      ("chat-template", po::value(&o.chat_template), "--chat: a Jinja chat template file instead of the folder's")
       ("json", po::bool_switch(&o.json), "print one JSON object {\"prompt_ids\", \"new_ids\", \"text\"}: text is the "
        "new tokens decoded (the prompt not included, EOS token included when generation stopped at it)");
   return options;
@@ -80,6 +88,7 @@ void check_generate_options(const GenerateOptions& o) {
                  processes);
   HPCTRAIN_CHECK(o.seed >= 0, "--seed: expected an integer >= 0, got {}", o.seed);
   HPCTRAIN_CHECK(o.threads >= 0, "--threads: expected a count >= 0 (0: the cores), got {}", o.threads);
+  HPCTRAIN_CHECK(o.chat || (o.system.empty() && o.chat_template.empty()), "--system and --chat-template go with --chat");
   try {
     models::check_generation_options(o.generation);
   } catch (const Error& error) {  // "top_k: expected ..." -> "--top-k: expected ..."
@@ -124,14 +133,27 @@ int generate_command(const Args& args) {
   const fs::path tokenizer_dir = tokenizer_folder(o);
   const std::shared_ptr<models::CausalLM> model = load_model(o.model, o.adapter);
   const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(tokenizer_dir);
-  const std::vector<int32_t> encoded = tokenizer.encode(o.prompt);
-  const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());
   o.generation.seed = static_cast<uint64_t>(o.seed);
   o.generation.eos_token_ids = models::eos_token_ids(o.model);
+  std::vector<int32_t> encoded;
+  if (o.chat) {
+    ChatPrompt chat = chat_prompt(tokenizer, tokenizer_dir, o.chat_template, o.system, o.prompt);
+    encoded = std::move(chat.ids);
+    for (const int64_t id : chat.stop_ids)
+      if (std::find(o.generation.eos_token_ids.begin(), o.generation.eos_token_ids.end(), id) == o.generation.eos_token_ids.end())
+        o.generation.eos_token_ids.push_back(id);
+  } else {
+    encoded = tokenizer.encode(o.prompt);
+  }
+  const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());
   const std::vector<int64_t> new_ids = models::generate(*model, prompt_ids, o.generation);
   const std::string text = tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
   if (o.json) {
     std::cout << nlohmann::json{{"prompt_ids", prompt_ids}, {"new_ids", new_ids}, {"text", text}}.dump() << "\n";
+  } else if (o.chat) {  // the reply, without the token that ended it
+    const bool stopped = !new_ids.empty() && std::find(o.generation.eos_token_ids.begin(), o.generation.eos_token_ids.end(),
+                                                       new_ids.back()) != o.generation.eos_token_ids.end();
+    std::cout << tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end() - (stopped ? 1 : 0))) << "\n";
   } else {
     std::cout << o.prompt << text << "\n";
   }

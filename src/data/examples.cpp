@@ -7,11 +7,15 @@
 namespace hpctrain::data {
 
 void TextExamples::append(const std::vector<int32_t>& ids, const std::vector<uint8_t>& type_ids, int64_t label,
-                          int64_t source_row) {
+                          int64_t source_row, const std::vector<uint8_t>& mask) {
   HPCTRAIN_CHECK(type_ids.empty() || type_ids.size() == ids.size(),
                  "example {}: {} token_type_ids for {} tokens", size(), type_ids.size(), ids.size());
+  HPCTRAIN_CHECK(mask.empty() ? loss_mask.empty() : (mask.size() == ids.size() && loss_mask.size() == input_ids.size()),
+                 "example {}: {} loss_mask values for {} tokens (every example has a mask, or none)", size(),
+                 mask.size(), ids.size());
   input_ids.insert(input_ids.end(), ids.begin(), ids.end());
   token_type_ids.insert(token_type_ids.end(), type_ids.begin(), type_ids.end());
+  loss_mask.insert(loss_mask.end(), mask.begin(), mask.end());
   offsets.push_back(static_cast<int64_t>(input_ids.size()));
   labels.push_back(label);
   source_index.push_back(source_row);
@@ -24,6 +28,7 @@ void TextExamples::append_from(const TextExamples& other, int64_t i) {
     token_type_ids.insert(token_type_ids.end(), other.token_type_ids.begin() + begin,
                           other.token_type_ids.begin() + end);
   }
+  if (other.has_loss_mask()) loss_mask.insert(loss_mask.end(), other.loss_mask.begin() + begin, other.loss_mask.begin() + end);
   offsets.push_back(static_cast<int64_t>(input_ids.size()));
   labels.push_back(other.labels[i]);
   source_index.push_back(other.source_index[i]);
@@ -32,9 +37,12 @@ void TextExamples::append_from(const TextExamples& other, int64_t i) {
 void TextExamples::append_all(const TextExamples& other) {
   HPCTRAIN_CHECK(size() == 0 || other.size() == 0 || has_token_type_ids() == other.has_token_type_ids(),
                  "append_all: token_type_ids present in one set of examples only");
+  HPCTRAIN_CHECK(size() == 0 || other.size() == 0 || has_loss_mask() == other.has_loss_mask(),
+                 "append_all: loss_mask present in one set of examples only");
   const int64_t shift = num_tokens();
   input_ids.insert(input_ids.end(), other.input_ids.begin(), other.input_ids.end());
   token_type_ids.insert(token_type_ids.end(), other.token_type_ids.begin(), other.token_type_ids.end());
+  loss_mask.insert(loss_mask.end(), other.loss_mask.begin(), other.loss_mask.end());
   for (size_t i = 1; i < other.offsets.size(); ++i) offsets.push_back(other.offsets[i] + shift);
   labels.insert(labels.end(), other.labels.begin(), other.labels.end());
   source_index.insert(source_index.end(), other.source_index.begin(), other.source_index.end());
@@ -54,6 +62,8 @@ void TextExamples::check_consistent(const char* what) const {
                  "{}: {} examples but {} labels and {} source_index", what, size(), labels.size(), source_index.size());
   HPCTRAIN_CHECK(token_type_ids.empty() || token_type_ids.size() == input_ids.size(),
                  "{}: {} token_type_ids for {} tokens", what, token_type_ids.size(), input_ids.size());
+  HPCTRAIN_CHECK(loss_mask.empty() || loss_mask.size() == input_ids.size(), "{}: {} loss_mask values for {} tokens",
+                 what, loss_mask.size(), input_ids.size());
 }
 
 void ImageExamples::append(const uint8_t* image_pixels, int64_t label, int64_t source_row) {

@@ -39,6 +39,7 @@ nlohmann::json split_summary(const data::DatasetReader& reader, const std::strin
   if (data::is_text_task(reader.task())) {
     split["num_tokens"] = info.num_tokens;
     split["has_token_type_ids"] = info.has_token_type_ids;
+    if (info.has_loss_mask) split["has_loss_mask"] = true;
     split["length"] = length_statistics(reader.read_lengths(name));
   } else {
     split["image"] = {{"channels", info.channels}, {"height", info.height}, {"width", info.width},
@@ -83,8 +84,9 @@ std::string format_dataset_summary(const nlohmann::json& summary) {
   for (const auto& split : summary["splits"]) {
     out += fmt::format("\n  split '{}': {} examples", split["name"].get<std::string>(), split["num_examples"].get<int64_t>());
     if (split.contains("num_tokens"))
-      out += fmt::format(", {} tokens{}", split["num_tokens"].get<int64_t>(),
-                         split["has_token_type_ids"].get<bool>() ? ", sentence pairs" : "");
+      out += fmt::format(", {} tokens{}{}", split["num_tokens"].get<int64_t>(),
+                         split["has_token_type_ids"].get<bool>() ? ", sentence pairs" : "",
+                         split.value("has_loss_mask", false) ? ", a loss mask (prep sft)" : "");
     out += "\n";
     if (split.contains("length") && !split["length"].is_null()) {
       const auto& length = split["length"];

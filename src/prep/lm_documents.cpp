@@ -60,7 +60,51 @@ std::vector<std::vector<int32_t>> tokenize_documents(const std::vector<std::stri
   return ids;
 }
 
-TokenStreamWriter::TokenStreamWriter(std::filesystem::path path) : path_(std::move(path)) {
+std::vector<DocumentInput> document_inputs(const std::vector<std::filesystem::path>& inputs,
+                                           const std::filesystem::path& validation_input) {
+  std::vector<DocumentInput> out;
+  auto add = [&](const std::filesystem::path& path, std::size_t plan_file) {
+    out.emplace_back();
+    out.back().path = out.back().read_path = path;
+    out.back().index = out.size() - 1;
+    out.back().plan_file = plan_file;
+  };
+  for (const auto& path : inputs) add(path, 0);
+  if (!validation_input.empty()) add(validation_input, 1);
+  return out;
+}
+
+void agree_on_rows(DocumentInput& input, std::optional<BadRow> bad, dist::Comm& comm, const std::string& command) {
+  const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
+  for (int r = 0; r < comm.world_size(); ++r) (r < comm.rank() ? input.first_row : input.rows) += rows[r];
+  input.rows += input.first_row;
+  on_every_rank(comm, fmt::format("{}: checking the rows of '{}'", command, input.path.string()), [&] {
+    if (bad) {
+      bad->row += input.first_row;
+      fail("{}", bad_row_message(input.path, *bad));
+    }
+  });
+}
+
+std::vector<std::vector<uint8_t>> gather_documents(std::vector<DocumentInput>& inputs, dist::Comm& comm) {
+  std::vector<std::vector<uint8_t>> valid(inputs.back().plan_file + 1);
+  for (auto& input : inputs) {
+    auto& file = valid[input.plan_file];
+    input.plan_first = static_cast<int64_t>(file.size());
+    file.resize(file.size() + static_cast<std::size_t>(input.rows));
+    std::copy(input.local_valid.begin(), input.local_valid.end(), file.begin() + input.plan_first + input.first_row);
+    const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
+    int64_t first = input.plan_first;
+    for (int r = 0; r < comm.world_size(); ++r) {
+      comm.broadcast(file.data() + first, static_cast<std::size_t>(rows[r]), r);
+      first += rows[r];
+    }
+  }
+  return valid;
+}
+
+TokenStreamWriter::TokenStreamWriter(std::filesystem::path path, bool with_mask)
+    : path_(std::move(path)), with_mask_(with_mask) {
   file_ = std::fopen(path_.c_str(), "wb");
   HPCTRAIN_CHECK(file_ != nullptr, "cannot write the temporary '{}': {}", path_.string(), std::strerror(errno));
 }
@@ -69,11 +113,24 @@ TokenStreamWriter::~TokenStreamWriter() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
-void TokenStreamWriter::write(const std::vector<int32_t>& ids) {
+void TokenStreamWriter::write_ids(const std::vector<int32_t>& ids) {
   const auto count = static_cast<uint32_t>(ids.size());
   const bool ok = std::fwrite(&count, sizeof count, 1, file_) == 1 &&
                   std::fwrite(ids.data(), sizeof(int32_t), ids.size(), file_) == ids.size();
   HPCTRAIN_CHECK(ok, "cannot write {} tokens to the temporary '{}': {}", ids.size(), path_.string(), std::strerror(errno));
+}
+
+void TokenStreamWriter::write(const std::vector<int32_t>& ids) {
+  HPCTRAIN_CHECK(!with_mask_, "internal error: a document without its loss mask in '{}'", path_.string());
+  write_ids(ids);
+}
+
+void TokenStreamWriter::write(const std::vector<int32_t>& ids, const std::vector<uint8_t>& mask) {
+  HPCTRAIN_CHECK(with_mask_ && mask.size() == ids.size(), "internal error: {} mask bytes for {} ids in '{}'", mask.size(),
+                 ids.size(), path_.string());
+  write_ids(ids);
+  HPCTRAIN_CHECK(std::fwrite(mask.data(), 1, mask.size(), file_) == mask.size(),
+                 "cannot write {} mask bytes to the temporary '{}': {}", mask.size(), path_.string(), std::strerror(errno));
 }
 
 void TokenStreamWriter::close() {
@@ -82,7 +139,8 @@ void TokenStreamWriter::close() {
   HPCTRAIN_CHECK(closed, "cannot write the temporary '{}': {}", path_.string(), std::strerror(errno));
 }
 
-TokenStreamReader::TokenStreamReader(std::vector<std::filesystem::path> paths) : paths_(std::move(paths)) {}
+TokenStreamReader::TokenStreamReader(std::vector<std::filesystem::path> paths, bool with_mask)
+    : paths_(std::move(paths)), with_mask_(with_mask) {}
 
 TokenStreamReader::~TokenStreamReader() {
   if (file_ != nullptr) std::fclose(file_);
@@ -104,7 +162,21 @@ bool TokenStreamReader::open_next() {
   return true;
 }
 
+bool TokenStreamReader::next(std::vector<int32_t>& ids, std::vector<uint8_t>& mask) {
+  HPCTRAIN_CHECK(with_mask_, "internal error: reading a loss mask from a stream without one");
+  if (!next_ids(ids)) return false;
+  mask.resize(ids.size());
+  HPCTRAIN_CHECK(std::fread(mask.data(), 1, mask.size(), file_) == mask.size(),
+                 "internal error: the temporary '{}' ends inside a loss mask", paths_[next_path_ - 1].string());
+  return true;
+}
+
 bool TokenStreamReader::next(std::vector<int32_t>& ids) {
+  HPCTRAIN_CHECK(!with_mask_, "internal error: a stream with a loss mask read without it");
+  return next_ids(ids);
+}
+
+bool TokenStreamReader::next_ids(std::vector<int32_t>& ids) {
   uint32_t count = 0;
   while (file_ == nullptr || std::fread(&count, sizeof count, 1, file_) != 1) {
     if (!open_next()) return false;

@@ -37,18 +37,7 @@ namespace {
 using namespace detail;
 namespace fs = std::filesystem;
 
-struct LmInput {
-  fs::path path;
-  fs::path read_path;  // path, or its decompressed temporary (Note [Splitting a gzip input])
-  std::size_t index = 0;       // among the inputs: names its token streams
-  std::size_t plan_file = 0;   // 0: one of the --input files; 1: --validation-input (LmPlan)
-  int64_t plan_first = 0;      // index of its row 0 in the plan's file
-  data::TextReaderOptions range;
-  int64_t first_row = 0;  // rows of the ranks before this one
-  int64_t rows = 0;       // of every rank
-  std::vector<uint8_t> local_valid;     // pass 1: per row of this rank, 1 for a document
-  std::vector<uint32_t> local_lengths;  // pass 1: per document of this rank, its ids before any cut
-};
+using LmInput = DocumentInput;  // (lm_documents.hpp)
 
 fs::path stream_path(const fs::path& stem, int rank, std::size_t input) {
   return fmt::format("{}.r{}.i{}.tokens", stem.string(), rank, input);
@@ -152,16 +141,7 @@ data::FileAttributes attributes_of(const LmPrepOptions& options, const tokenize:
 }
 
 std::vector<LmInput> inputs_of(const LmPrepOptions& options) {
-  std::vector<LmInput> inputs;
-  auto add = [&](const fs::path& path, std::size_t plan_file) {
-    inputs.emplace_back();
-    inputs.back().path = inputs.back().read_path = path;
-    inputs.back().index = inputs.size() - 1;
-    inputs.back().plan_file = plan_file;
-  };
-  for (const auto& path : options.inputs) add(path, 0);
-  if (!options.validation_input.empty()) add(options.validation_input, 1);
-  return inputs;
+  return document_inputs(options.inputs, options.validation_input);
 }
 
 // ---- pass 1: documents → token streams ----
@@ -223,36 +203,10 @@ void read_input(LmInput& input, const Pass1& pass, Temporaries& owned, dist::Com
     input.range = input_range(input.read_path, comm);
     bad = tokenize_range(input, pass, comm.rank(), skipped, counts);
   });
-  const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
-  for (int r = 0; r < comm.world_size(); ++r) (r < comm.rank() ? input.first_row : input.rows) += rows[r];
-  input.rows += input.first_row;
-  on_every_rank(comm, fmt::format("prep lm: checking the rows of '{}'", input.path.string()), [&] {
-    if (bad) {
-      bad->row += input.first_row;
-      fail("{}", bad_row_message(input.path, *bad));
-    }
-  });
+  agree_on_rows(input, bad, comm, "prep lm");
 }
 
 // ---- the plan ----
-
-// Every row's flag in the plan's files, on every rank (each rank's part broadcast by it).
-std::vector<std::vector<uint8_t>> gather_documents(std::vector<LmInput>& inputs, dist::Comm& comm) {
-  std::vector<std::vector<uint8_t>> valid(inputs.back().plan_file + 1);
-  for (auto& input : inputs) {
-    auto& file = valid[input.plan_file];
-    input.plan_first = static_cast<int64_t>(file.size());
-    file.resize(file.size() + static_cast<std::size_t>(input.rows));
-    std::copy(input.local_valid.begin(), input.local_valid.end(), file.begin() + input.plan_first + input.first_row);
-    const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
-    int64_t first = input.plan_first;
-    for (int r = 0; r < comm.world_size(); ++r) {
-      comm.broadcast(file.data() + first, static_cast<std::size_t>(rows[r]), r);
-      first += rows[r];
-    }
-  }
-  return valid;
-}
 
 // The documents' tokens per split (before any cut), summed over the ranks.
 std::vector<int64_t> tokens_per_split(const std::vector<LmInput>& inputs, const LmPlan& plan, dist::Comm& comm) {

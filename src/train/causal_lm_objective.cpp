@@ -10,6 +10,9 @@
 // count() — the row's tokens minus one, over the kept rows — is read from the attention mask on the host
 // and equals the count causal_lm_loss_sum finds on the device. Packed rows (no padding) go to the model
 // without a mask, so that the attention can take its unmasked path (SDPA's flash kernel on CUDA).
+// With a loss mask (prep sft, Note [Loss mask] in data/examples.hpp) a token is a label only where the mask is 1,
+// as TRL's SFTTrainer sets labels to -100 where assistant_masks / completion_mask is 0: a row predicts its
+// masked tokens after the first, and count() counts exactly those.
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -36,10 +39,16 @@ models::CausalLM& causal_lm(models::Model& model) {
   return *out;
 }
 
-// Note [Causal-LM labels]: input ids, -100 on padding and on the rows `keep` (bool [B]) leaves out.
+// The tokens that are labels: not padding, in a row `keep` (bool [B]) trains on, and inside the loss mask if any.
+at::Tensor label_positions(const loader::Batch& batch, const at::Tensor& keep) {
+  at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
+  if (batch.loss_mask.defined()) trained = trained.logical_and(batch.loss_mask.to(at::kBool));
+  return trained;
+}
+
+// Note [Causal-LM labels]: input ids, -100 on padding, outside the loss mask and on the rows `keep` leaves out.
 at::Tensor token_labels(const loader::Batch& batch, const at::Tensor& keep) {
-  const at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
-  return batch.input_ids.masked_fill(trained.logical_not(), models::kIgnoreIndex);
+  return batch.input_ids.masked_fill(label_positions(batch, keep).logical_not(), models::kIgnoreIndex);
 }
 
 // The model's inputs on `device`: the mask only when a row is padded (Note [Causal-LM labels]).
@@ -113,6 +122,11 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
 class CausalLanguageModelling final : public Objective {
  public:
   double count(const loader::Batch& batch, const at::Tensor& keep) const override {
+    if (batch.loss_mask.defined()) {
+      // The labels after each row's first token (the shift drops position 0's label).
+      const at::Tensor labels = label_positions(batch, keep);
+      return static_cast<double>(labels.narrow(1, 1, std::max<int64_t>(0, labels.size(1) - 1)).sum().item<int64_t>());
+    }
     const at::Tensor tokens = batch.attention_mask.sum(1);
     return static_cast<double>(at::where(keep, (tokens - 1).clamp_min(0), at::zeros_like(tokens)).sum().item<int64_t>());
   }

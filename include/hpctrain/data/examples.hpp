@@ -15,6 +15,9 @@ struct TextExamples {
   std::vector<int32_t> input_ids;        // all examples' token ids, concatenated
   std::vector<int64_t> offsets{0};       // example i = input_ids[offsets[i] : offsets[i+1]]; offsets[0] == 0
   std::vector<uint8_t> token_type_ids;   // empty, or one segment id per token (sentence pairs)
+  // Note [Loss mask]: empty, or one per token: 1 where the token is a target of the loss (prep sft: the
+  // assistant's or the completion's tokens), 0 where it is context only.
+  std::vector<uint8_t> loss_mask;
   std::vector<int64_t> labels;           // one per example (kNoLabel in a causal-lm file)
   std::vector<int64_t> source_index;     // row of the example in its input file (0-based, data rows only)
 
@@ -22,16 +25,18 @@ struct TextExamples {
   [[nodiscard]] int64_t num_tokens() const { return offsets.back(); }
   [[nodiscard]] int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
   [[nodiscard]] bool has_token_type_ids() const { return !token_type_ids.empty(); }
+  [[nodiscard]] bool has_loss_mask() const { return !loss_mask.empty(); }
 
-  // Appends one example. `type_ids` is empty for single sentences, else ids.size() segment ids.
+  // Appends one example. `type_ids` is empty for single sentences, else ids.size() segment ids; `mask` is empty
+  // or ids.size() loss-mask values (present in every example or none).
   void append(const std::vector<int32_t>& ids, const std::vector<uint8_t>& type_ids, int64_t label,
-              int64_t source_row);
+              int64_t source_row, const std::vector<uint8_t>& mask = {});
   // Appends example `i` of `other`.
   void append_from(const TextExamples& other, int64_t i);
-  // Appends every example of `other` (bulk copies; token_type_ids must be present in both or neither).
+  // Appends every example of `other` (bulk copies; token_type_ids and loss_mask must be present in both or neither).
   void append_all(const TextExamples& other);
   // Throws Error (naming `what`) when the arrays disagree: offsets not starting at 0, not monotone,
-  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids length.
+  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids or loss_mask length.
   void check_consistent(const char* what) const;
 };
 

@@ -19,6 +19,9 @@ struct Batch {
   torch::Tensor input_ids;       // int64 [B, L], pad id past each example's end
   torch::Tensor attention_mask;  // int64 [B, L], 1 on tokens, 0 on padding
   torch::Tensor token_type_ids;  // int64 [B, L], segment ids (zeros for single sentences)
+  // int64 [B, L]: 1 on the tokens the loss is over, 0 on context and padding (Note [Loss mask] in
+  // data/examples.hpp); undefined when the file has none (every token counts).
+  torch::Tensor loss_mask;
   torch::Tensor pixel_values;    // float32 [B, C, H, W], (x/255 - mean[c]) / std[c]
   torch::Tensor labels;          // int64 [B]
   torch::Tensor example_index;   // int64 [B], index of each example in the split
