@@ -76,7 +76,20 @@ TokenizerChat load_tokenizer_chat(const fs::path& tokenizer_dir, const fs::path&
   return chat;
 }
 
+void check_nesting(const Json& data, const std::string& where, std::size_t max_depth) {
+  if (!data.is_structured()) return;
+  std::vector<std::pair<const Json*, std::size_t>> pending{{&data, 1}};  // iterative: the input may be hostile
+  while (!pending.empty()) {
+    const auto [node, depth] = pending.back();
+    pending.pop_back();
+    HPCTRAIN_CHECK(depth <= max_depth, "{}: lists and objects nested deeper than {} levels", where, max_depth);
+    for (const auto& item : *node)
+      if (item.is_structured()) pending.emplace_back(&item, depth + 1);
+  }
+}
+
 Json normalize_messages(const Json& messages, const std::string& where) {
+  check_nesting(messages, where);
   HPCTRAIN_CHECK(messages.is_array(), "{}: messages must be a list of messages, got {}", where, messages.type_name());
   HPCTRAIN_CHECK(!messages.empty(), "{}: cannot apply a chat template to an empty conversation", where);
   Json out = Json::array();
@@ -109,6 +122,8 @@ Json template_variables(const Json& messages, const Json& tools, bool add_genera
   for (const auto& tool : tools.is_array() ? tools : Json::array())
     HPCTRAIN_CHECK(tool.is_object(), "{}: every tool must be a JSON schema (an object), got {}", where, tool.type_name());
   HPCTRAIN_CHECK(kwargs.is_object(), "{}: template kwargs must be a JSON object, got {}", where, kwargs.type_name());
+  check_nesting(tools, where);
+  check_nesting(kwargs, where);
   Json variables = Json::object();
   variables["messages"] = normalize_messages(messages, where);
   variables["tools"] = tools;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "chat/objects.hpp"
+#include "hpctrain/chat/chat_inputs.hpp"
 #include "chat/pystr.hpp"
 #include "chat/renderer.hpp"
 #include "hpctrain/core/error.hpp"
@@ -517,7 +518,14 @@ std::vector<Value> Renderer::iterate(const Value& value, int line) {
 }
 
 Json Renderer::to_json(const Value& value, int line) const {
-  if (value.is_data()) return value.data();
+  if (value.is_data()) {
+    try {
+      check_nesting(value.data(), "a list or dict the template builds", 127);  // copies and prints recurse
+    } catch (const Error& error) {
+      unsupported(line, "{}", error.what());
+    }
+    return value.data();
+  }
   if (value.is_undefined())
     unsupported(line, "an undefined value ({}) stored in a list or dict", value.undefined_message());
   unsupported(line, "a {} stored in a list or dict", type_name(value));

@@ -135,7 +135,22 @@ class Parser {
     return body;
   }
 
+  // Nesting of blocks and of parenthesized / operand expressions: bounded, as Python's recursion limit bounds
+  // jinja2's parser, so that a hostile template cannot exhaust the stack.
+  struct Nested {
+    Parser& parser;
+    explicit Nested(Parser& p) : parser(p) {
+      if (++parser.depth_ > kMaxNesting)
+        parser.error(parser.current().line, "the template nests blocks or expressions deeper than {}", kMaxNesting);
+    }
+    ~Nested() { --parser.depth_; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+  };
+  static constexpr int kMaxNesting = 256;
+
   void parse_statement(Body& body) {
+    const Nested nested(*this);
     const Token& token = current();
     if (token.type != TokenType::name) error(token.line, "tag name expected");
     const std::string tag = token.value;
@@ -446,6 +461,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    const Nested nested(*this);
     const Token& token = current();
     ExprPtr node;
     if (is_op(token, "-") || is_op(token, "+")) {
@@ -727,6 +743,7 @@ class Parser {
   const std::vector<Token>& tokens_;
   const std::string& name_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 void visit_expression(const Expr* expr, const std::function<void(const Expr&)>& visit) {

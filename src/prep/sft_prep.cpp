@@ -116,10 +116,6 @@ std::vector<SftInput> inputs_of(const SftPrepOptions& options) {
 
 // ---- pass 1: rows → examples → token streams ----
 
-struct RawRow {
-  data::TextRecord record;
-};
-
 struct Pass1 {
   const SftPrepOptions& options;
   const Encoding& encoding;

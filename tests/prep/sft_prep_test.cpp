@@ -169,3 +169,25 @@ BOOST_AUTO_TEST_CASE(loss_on_all_masks_every_token) {
     BOOST_CHECK(std::all_of(row.mask.begin(), row.mask.end(), [](uint8_t m) { return m == 1; }));
   BOOST_CHECK_EQUAL(report.truncated, 0);
 }
+
+// (The step budget is tested in tests/chat/engine_test.cpp: here it would cost seconds.)
+BOOST_AUTO_TEST_CASE(hostile_templates_are_stopped_naming_template_and_row) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{% include 'other.jinja' %}", "hostile.jinja line 1: unsupported construct: {% include %}"},
+      {"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "nested deeper than 200"},
+      {"{% for m in messages %}{% generation %}{{ 'x' * 10000000000 }}{% endgeneration %}{% endfor %}",
+       "builds a text of more than 67108864 bytes"},
+  };
+  for (const auto& [source, expected] : cases) {
+    TempDir dir;
+    write_file(dir / "hostile.jinja", source);
+    write_file(dir / "rows.jsonl", R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})" "\n");
+    auto options = options_for(dir, dir / "rows.jsonl", "phi3");
+    options.chat_template = dir / "hostile.jinja";
+    const std::string message = error_message([&] { (void)prep::prep_sft(options); });
+    BOOST_TEST_INFO(source);
+    BOOST_CHECK_MESSAGE(contains(message, "hostile.jinja") && contains(message, expected), message);
+    if (!contains(source, "include")) BOOST_CHECK_MESSAGE(contains(message, "rows.jsonl: line 1 (row 0)"), message);
+    BOOST_CHECK(!fs::exists(dir / "sft.h5"));
+  }
+}

@@ -31,6 +31,10 @@ struct TokenizerChat {
 // object.
 [[nodiscard]] Json normalize_messages(const Json& messages, const std::string& where);
 
+// Throws Error naming `where` when `data` nests lists and objects deeper than `max_depth` (hostile input: copying or
+// printing it would recurse that deep).
+void check_nesting(const Json& data, const std::string& where, std::size_t max_depth = 128);
+
 // The template's variables: messages (normalized), tools (null or a list of JSON schemas), documents (null),
 // add_generation_prompt, the special tokens, then `kwargs` (which override special tokens, as in transformers).
 [[nodiscard]] Json template_variables(const Json& messages, const Json& tools, bool add_generation_prompt,
