@@ -47,7 +47,7 @@ for round in $(seq 1 "$ROUNDS"); do
   done
 done
 # The same rows, tokens and targets on both sides (hpctrain's log; TRL's line).
-ours=$(sed -n 's/.*train: \([0-9]*\) rows, \([0-9]*\) tokens, \([0-9]*\) of them.*/\1 rows, \2 tokens, \3 targets/p' "$DIR/hpctrain.log")
+ours=$(sed -n 's/.*train: [0-9]* examples -> \([0-9]*\) rows, \([0-9]*\) tokens, \([0-9]*\) of them.*/\1 rows, \2 tokens, \3 targets/p' "$DIR/hpctrain.log")
 theirs=$(sed -n 's/^trl: \([0-9]* rows, [0-9]* tokens, [0-9]* targets\).*/\1/p' "$DIR/trl.log")
 echo "hpctrain: $ours; trl: $theirs"
 stats() { tr ' ' '\n' <<<"$1" | sed '/^$/d' | sort -g | awk '{ a[NR] = $1 } END { printf "%.2f %.2f %.2f", a[1], a[int((NR + 1) / 2)], a[NR] }'; }

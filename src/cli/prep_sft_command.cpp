@@ -15,7 +15,8 @@ namespace {
 
 struct SftOptionText {
   std::vector<std::string> inputs;
-  std::string validation_input, tokenizer, chat_template, template_kwargs = "{}", loss_on = "auto", output, compression;
+  std::string validation_input, tokenizer, chat_template, template_kwargs = "{}", loss_on = "auto", packing = "none", output,
+              compression;
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
 };
 
@@ -38,7 +39,11 @@ po::options_description sft_options(prep::SftPrepOptions& options, SftOptionText
        "completion: the completion's tokens (prompt/completion rows); all: every token; auto: assistant for messages "
        "rows, completion for prompt/completion rows")
       ("max-length", po::value(&options.max_length)->default_value(options.max_length), "tokens kept per row, its "
-       "start (TRL's max_length and keep_start; 0: no limit)");
+       "start (TRL's max_length and keep_start; 0: no limit)")
+      ("packing", po::value(&text.packing)->default_value(text.packing), "none: one row per example; bfd: whole "
+       "examples packed into rows of up to --max-length tokens by best-fit-decreasing (as prep lm --packing bfd and "
+       "TRL's packing_strategy=\"bfd\"), each keeping its loss mask, positions restarting and attention stopping at "
+       "each example");
   po::options_description all;
   all.add(data_options).add(chat_options).add(corpus_output_options(
       {text.output, options.validation_fraction, options.seed, text.compression, options.overwrite, options.threads,
@@ -48,7 +53,8 @@ po::options_description sft_options(prep::SftPrepOptions& options, SftOptionText
 }
 
 void print_report(const prep::SftPrepOptions& options, const prep::SftPrepReport& report) {
-  log::info("wrote {} (one row per example, at most {} tokens) in {}", options.output.string(),
+  log::info("wrote {} ({}, at most {} tokens) in {}", options.output.string(),
+            options.packing == prep::LmPacking::bfd ? "rows of whole examples, best-fit-decreasing" : "one row per example",
             report.max_length > 0 ? std::to_string(report.max_length) : "any", format_duration(report.seconds));
   std::string phases;
   for (const auto& [name, seconds] : report.phases) phases += fmt::format("{}{} {:.1f} s", phases.empty() ? "" : ", ", name, seconds);
@@ -60,8 +66,8 @@ void print_report(const prep::SftPrepOptions& options, const prep::SftPrepReport
               ? "the template's {% generation %} blocks" : "rendering each conversation's prefixes",
               report.end_of_turn_id ? std::to_string(*report.end_of_turn_id) : "none (EOS only)");
   for (const auto& split : report.splits)
-    log::info("  {}: {} rows, {} tokens, {} of them targets of the loss", split.name, split.rows, split.tokens,
-              split.target_tokens);
+    log::info("  {}: {} examples -> {} rows, {} tokens, {} of them targets of the loss", split.name, split.examples,
+              split.rows, split.tokens, split.target_tokens);
   if (report.truncated > 0) log::info("  {} rows were cut to {} tokens", report.truncated, report.max_length);
   if (report.dropped_after_truncation > 0)
     log::warning("{} rows lost every target to --max-length {} and were dropped (as TRL does)",
@@ -87,6 +93,7 @@ int prep_sft_command(const Args& args, const std::string& command_line, dist::Co
   options.template_kwargs = nlohmann::ordered_json::parse(text.template_kwargs, nullptr, /*allow_exceptions=*/false);
   HPCTRAIN_CHECK(options.template_kwargs.is_object(), "--template-kwargs: expected a JSON object, got '{}'", text.template_kwargs);
   options.loss_on = prep::parse_loss_on(text.loss_on);
+  options.packing = prep::parse_lm_packing(text.packing);
   options.compression = data::parse_compression(text.compression);
   options.progress = values.count("no-progress") == 0;
   options.created_by = command_line;

@@ -121,7 +121,7 @@ data::TextExamples read_bucket(const std::filesystem::path& stem, int ranks, std
     types.assign(extras, pairs ? extras + head.tokens : extras);
     if (pairs) extras += head.tokens;
     mask.assign(extras, loss_mask ? extras + head.tokens : extras);
-    out.append(ids, types, head.label, head.source_index, mask);
+    out.append(ids, types, head.label, head.source_index, /*starts=*/{}, mask);
   }
   return out;
 }

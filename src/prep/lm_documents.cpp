@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/progress.hpp"
 #include "hpctrain/tokenize/byte_level_bpe.hpp"
 #include "hpctrain/tokenize/utf8.hpp"
 #include "lm_packing.hpp"
@@ -101,6 +102,54 @@ std::vector<std::vector<uint8_t>> gather_documents(std::vector<DocumentInput>& i
     }
   }
   return valid;
+}
+
+std::vector<std::vector<uint32_t>> lengths_per_split(const std::vector<DocumentInput>& inputs, const LmPlan& plan,
+                                                     dist::Comm& comm) {
+  std::vector<std::vector<uint32_t>> lengths(plan.documents.names.size());
+  for (const auto& input : inputs) {
+    const auto counts = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_lengths.size()));
+    std::vector<uint32_t> all;
+    for (int r = 0; r < comm.world_size(); ++r) {
+      const std::size_t first = all.size();
+      all.resize(first + static_cast<std::size_t>(counts[r]));
+      if (r == comm.rank()) std::copy(input.local_lengths.begin(), input.local_lengths.end(), all.begin() + first);
+      comm.broadcast(all.data() + first, static_cast<std::size_t>(counts[r]) * sizeof(uint32_t), r);
+    }
+    const auto& split = plan.documents.files[input.plan_file].split;
+    std::size_t document = 0;
+    for (int64_t row = 0; row < input.rows; ++row) {
+      const uint8_t s = split[static_cast<std::size_t>(input.plan_first + row)];
+      if (s != kSkipped) lengths[s].push_back(all[document++]);
+    }
+    HPCTRAIN_CHECK(document == all.size(), "internal error: '{}' has {} documents but {} lengths", input.path.string(),
+                   document, all.size());
+  }
+  return lengths;
+}
+
+int64_t write_planned_split(data::DatasetWriter& writer, const LmPlan& plan, std::size_t s,
+                            const std::filesystem::path& stem, int64_t rows_per_bucket, bool loss_mask, bool progress) {
+  const bool joined = !plan.segment_position.empty();
+  const int64_t records = plan.bucket_records()[s];
+  ProgressBar bar(fmt::format("writing {}", plan.documents.names[s]), records, joined ? "segments" : "rows", progress);
+  writer.begin_text_split(plan.documents.names[s], /*has_pairs=*/false, /*has_document_starts=*/joined, loss_mask);
+  static const std::vector<uint32_t> kNoRows;
+  RowJoiner joiner(joined ? plan.row_segments[s] : kNoRows);
+  int64_t tokens = 0;
+  for (int64_t b = 0; b * rows_per_bucket < records; ++b) {
+    const int64_t count = std::min(rows_per_bucket, records - b * rows_per_bucket);
+    auto rows = read_bucket(stem, 1, s, b, rows_per_bucket, count, /*pairs=*/false, loss_mask);
+    if (joined) rows = joiner.join(rows);
+    writer.append_text(rows);
+    tokens += rows.num_tokens();
+    bar.update(b * rows_per_bucket + count);
+  }
+  HPCTRAIN_CHECK(!joined || joiner.done(), "internal error: split {} was planned with {} rows, {} were joined", s,
+                 plan.rows[s], joiner.rows());
+  writer.end_split();
+  bar.finish();
+  return tokens;
 }
 
 TokenStreamWriter::TokenStreamWriter(std::filesystem::path path, bool with_mask)

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "hpctrain/data/dataset_writer.hpp"
 #include "hpctrain/data/text_records.hpp"
 #include "hpctrain/prep/lm_prep.hpp"
 #include "text_prep_parts.hpp"
@@ -69,6 +70,19 @@ void agree_on_rows(DocumentInput& input, std::optional<BadRow> bad, dist::Comm& 
 
 // Every row's flag in the plan's files, on every rank (each rank's part broadcast by it); sets plan_first.
 [[nodiscard]] std::vector<std::vector<uint8_t>> gather_documents(std::vector<DocumentInput>& inputs, dist::Comm& comm);
+
+struct LmPlan;  // lm_packing.hpp
+
+// bfd, bfd_split: every document's length (before any cut) per split in input order, on every rank (collective:
+// each rank's part of each input broadcast by it).
+[[nodiscard]] std::vector<std::vector<uint32_t>> lengths_per_split(const std::vector<DocumentInput>& inputs,
+                                                                   const LmPlan& plan, dist::Comm& comm);
+
+// The end of pass 2 (rank 0): split `s` of the plan from its bucket files, in order, into the writer (its rows
+// joined from their segments under bfd and bfd_split, Note [Best-fit-decreasing rows]), the split begun and ended
+// here; `loss_mask`: the records carry one (prep sft). Returns the tokens written.
+int64_t write_planned_split(data::DatasetWriter& writer, const LmPlan& plan, std::size_t s,
+                            const std::filesystem::path& stem, int64_t rows_per_bucket, bool loss_mask, bool progress);
 
 // Appends documents to a token stream file: per document its id count (uint32) and its ids (int32), then, in a
 // stream with a loss mask (prep sft), one mask byte per id.

@@ -1,13 +1,16 @@
 // `prep sft` at corpus scale, as `prep lm` (Note [Token streams] in lm_prep.cpp): every rank reads its byte range
 // of each input, renders each row with the chat template and tokenizes it on all its threads into a token stream
 // with a loss mask; the ranks agree on the first bad row and on the plan (the seeded split and the one shuffle,
-// LmPlan without packing: one row per example), then rank 0 reads the streams in input order, routes every example
-// to the bucket file of its position (Note [Bucket files]) and writes the buckets in order. The output does not
-// depend on the ranks, threads or --memory-mb.
+// LmPlan: one row per example, or --packing bfd's rows of whole examples), then rank 0 reads the streams in input
+// order, routes every example to the bucket file of its position (Note [Bucket files]) and writes the buckets in
+// order. The output does not depend on the ranks, threads or --memory-mb.
 //
 // Note [SFT rows are documents]
-// Pass 2 hands rank 0 the examples one by one, in input order, with their split and position (route_example):
-// the place where packing of SFT rows (several examples per row, their masks kept) would cut rows instead.
+// An SFT example (a conversation or a prompt/completion pair, cut to --max-length) is what `prep lm` calls a
+// document: without packing one row, with --packing bfd a segment of `prep lm`'s planner (plan_document_rows, as
+// TRL's pack_dataset(strategy="bfd")), rows joined by RowJoiner. A packed row keeps each example's loss mask and
+// marks its first token in document_start, so training restarts positions, stops attention at the boundary and
+// never targets an example's first token (Note [Causal-LM labels]): the row trains as its examples alone.
 #include "hpctrain/prep/sft_prep.hpp"
 
 #include <fmt/format.h>
@@ -58,6 +61,10 @@ void check_options(const SftPrepOptions& options) {
   HPCTRAIN_CHECK(options.validation_input.empty() || options.validation_fraction == 0.0,
                  "--validation-input and --validation-fraction exclude each other");
   HPCTRAIN_CHECK(options.max_length >= 0, "--max-length {}: expected a number of tokens (0: no limit)", options.max_length);
+  HPCTRAIN_CHECK(options.packing == LmPacking::none || options.packing == LmPacking::bfd,
+                 "--packing {}: prep sft packs whole examples: expected none or bfd", to_string(options.packing));
+  HPCTRAIN_CHECK(options.packing == LmPacking::none || options.max_length > 0,
+                 "--packing bfd packs examples into rows of --max-length tokens: --max-length 0 (no limit) gives no rows");
   HPCTRAIN_CHECK(options.memory_mb >= 1, "--memory-mb must be at least 1, got {}", options.memory_mb);
   HPCTRAIN_CHECK(options.template_kwargs.is_object(), "--template-kwargs must be a JSON object");
   std::vector<fs::path> paths = options.inputs;
@@ -100,7 +107,7 @@ data::FileAttributes attributes_of(const SftPrepOptions& options, const Encoding
   const auto& tokenizer = encoding.tokenizer;
   nlohmann::json described = {{"type", "byte-level-bpe"}, {"vocab_size", tokenizer.vocab_size()}, {"eos_id", encoding.eos},
                               {"bos_id", tokenizer.bos_id() ? nlohmann::json(*tokenizer.bos_id()) : nlohmann::json()},
-                              {"packing", "none"}, {"max_length", report.max_length}, {"loss_mask", to_string(options.loss_on)},
+                              {"packing", to_string(options.packing)}, {"max_length", report.max_length}, {"loss_mask", to_string(options.loss_on)},
                               {"mask_method", report.mask_method},
                               {"end_of_turn_id", report.end_of_turn_id ? nlohmann::json(*report.end_of_turn_id) : nlohmann::json()}};
   for (const auto& file : tokenizer.files())
@@ -241,19 +248,25 @@ LmPlan plan_all(std::vector<SftInput>& inputs, const SftPrepOptions& options, co
     for (std::size_t s = 0; s < plan.documents.names.size(); ++s)
       HPCTRAIN_CHECK(plan.documents.sizes[s] > 0, "split '{}' has no examples ({} input rows were skipped as invalid, {} "
                      "lost their targets to --max-length)", plan.documents.names[s], skipped, report.dropped_after_truncation);
-    plan_rows(plan, std::vector<int64_t>(plan.documents.names.size(), 0), /*block_size=*/0, options.seed);
+  });
+  const bool packed = options.packing == LmPacking::bfd;  // Note [SFT rows are documents]
+  std::vector<std::vector<uint32_t>> lengths;
+  if (packed) lengths = lengths_per_split(inputs, plan, comm);
+  on_every_rank(comm, "prep sft: planning the rows", [&] {
+    if (packed) plan_document_rows(plan, lengths, options.max_length, /*split_long=*/false, options.seed);
+    else plan_rows(plan, std::vector<int64_t>(plan.documents.names.size(), 0), /*block_size=*/0, options.seed);
   });
   return plan;
 }
 
 // ---- pass 2 (rank 0): streams → buckets → the file ----
 
-// Note [SFT rows are documents]: one example, one row, at its planned position.
+// Note [SFT rows are documents]: one example at its planned position among the rows (or segments).
 void route_example(BucketWriter& buckets, std::size_t split, uint32_t position, const std::vector<int32_t>& ids,
                    const std::vector<uint8_t>& mask, int64_t source_row) {
   static const std::vector<uint8_t> kNoTypes;
   data::TextExamples row;
-  row.append(ids, kNoTypes, data::kNoLabel, source_row, mask);
+  row.append(ids, kNoTypes, data::kNoLabel, source_row, /*starts=*/{}, mask);
   buckets.add(split, position, row, 0);
 }
 
@@ -261,6 +274,7 @@ void route_all(const std::vector<SftInput>& inputs, const LmPlan& plan, const fs
                BucketWriter& buckets, SftPrepReport& report, bool progress) {
   std::vector<int32_t> ids;
   std::vector<uint8_t> mask;
+  std::vector<uint32_t> placed(plan.rows.size(), 0);  // per split: segments routed (bfd)
   for (const auto& input : inputs) {
     ProgressBar bar(fmt::format("routing {}", input.path.filename().string()), input.rows, "rows", progress);
     std::vector<fs::path> streams;
@@ -271,8 +285,10 @@ void route_all(const std::vector<SftInput>& inputs, const LmPlan& plan, const fs
       const auto at = static_cast<std::size_t>(input.plan_first + row);
       if (examples.split[at] == kSkipped) continue;
       HPCTRAIN_CHECK(reader.next(ids, mask), "internal error: the streams of '{}' end before row {}", input.path.string(), row);
-      route_example(buckets, examples.split[at], examples.position[at], ids, mask, row);
-      report.splits[examples.split[at]].target_tokens += std::count(mask.begin(), mask.end(), 1);
+      const uint8_t s = examples.split[at];
+      const uint32_t position = plan.segment_position.empty() ? examples.position[at] : plan.segment_position[s][placed[s]++];
+      route_example(buckets, s, position, ids, mask, row);
+      report.splits[s].target_tokens += std::count(mask.begin(), mask.end(), 1);
       if ((row & 1023) == 0) bar.update(row + 1);
     }
     HPCTRAIN_CHECK(!reader.next(ids, mask), "internal error: the streams of '{}' hold more examples than it has", input.path.string());
@@ -283,17 +299,19 @@ void route_all(const std::vector<SftInput>& inputs, const LmPlan& plan, const fs
 }
 
 Budget budget_of(const SftPrepOptions& options, const LmPlan& plan, int64_t longest_row) {
-  int64_t rows = 0, buckets_hint = 0;
+  int64_t rows = 0, segments = 0, buckets_hint = 0;
   for (int64_t count : plan.rows) rows += count;
+  for (int64_t count : plan.segments) segments += count;
   const int64_t total = static_cast<int64_t>(options.memory_mb) << 20;
-  const int64_t data = total - rows * 13;
+  const int64_t plan_bytes = (rows + segments) * 13 + segments * 12 + rows * 4;  // as prep lm's (lm_prep.cpp)
+  const int64_t data = total - plan_bytes;
   HPCTRAIN_CHECK(data >= (int64_t{1} << 20), "--memory-mb {} is too small for {} rows: the plan alone needs {} MiB",
-                 options.memory_mb, rows, ((rows * 13) >> 20) + 1);
+                 options.memory_mb, rows, (plan_bytes >> 20) + 1);
   Budget budget;
   budget.block_bytes = static_cast<std::size_t>(data / 16);
   const int64_t worst_row = longest_row * 5 + 64;
   budget.rows_per_bucket = std::max<int64_t>(1, data / 2 / (2 * worst_row));
-  for (int64_t count : plan.rows) buckets_hint += (count + budget.rows_per_bucket - 1) / budget.rows_per_bucket;
+  for (int64_t count : plan.bucket_records()) buckets_hint += (count + budget.rows_per_bucket - 1) / budget.rows_per_bucket;
   budget.buffer_bytes = std::max<std::size_t>(4096, static_cast<std::size_t>(data / 8 / std::max<int64_t>(1, buckets_hint)));
   return budget;
 }
@@ -305,19 +323,9 @@ void write_file(const SftPrepOptions& options, const data::FileAttributes& attri
   writer_options.threads = threads;
   writer_options.queue_bytes = budget.block_bytes;
   data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
-  for (std::size_t s = 0; s < plan.rows.size(); ++s) {
-    ProgressBar bar(fmt::format("writing {}", plan.documents.names[s]), plan.rows[s], "rows", options.progress);
-    writer.begin_text_split(plan.documents.names[s], /*has_pairs=*/false, /*has_loss_mask=*/true);
-    for (int64_t b = 0; b * budget.rows_per_bucket < plan.rows[s]; ++b) {
-      const int64_t count = std::min(budget.rows_per_bucket, plan.rows[s] - b * budget.rows_per_bucket);
-      const auto rows = read_bucket(stem, 1, s, b, budget.rows_per_bucket, count, /*pairs=*/false, /*loss_mask=*/true);
-      writer.append_text(rows);
-      report.splits[s].tokens += rows.num_tokens();
-      bar.update(b * budget.rows_per_bucket + count);
-    }
-    writer.end_split();
-    bar.finish();
-  }
+  for (std::size_t s = 0; s < plan.rows.size(); ++s)
+    report.splits[s].tokens += write_planned_split(writer, plan, s, stem, budget.rows_per_bucket, /*loss_mask=*/true,
+                                                   options.progress);
   writer.commit();
 }
 
@@ -415,12 +423,13 @@ SftPrepReport prep_sft(const SftPrepOptions& options, dist::Comm& comm) {
   longest = comm.allreduce_value(longest, dist::ReduceOp::max);
   Budget budget;
   on_every_rank(comm, "prep sft: sizing the buckets", [&] { budget = sft_pipeline::budget_of(options, plan, longest); });
-  for (std::size_t s = 0; s < plan.rows.size(); ++s) report.splits.push_back({plan.documents.names[s], plan.rows[s], 0, 0});
+  for (std::size_t s = 0; s < plan.rows.size(); ++s)
+    report.splits.push_back({plan.documents.names[s], plan.documents.sizes[s], plan.rows[s], 0, 0});
   planning.stop();
   span::Span writing("writing", phases);
   on_every_rank(comm, fmt::format("prep sft: writing '{}'", options.output.string()), [&] {
     if (!main_rank) return;
-    BucketWriter buckets(stem, 0, plan.rows, budget.rows_per_bucket, budget.buffer_bytes);
+    BucketWriter buckets(stem, 0, plan.bucket_records(), budget.rows_per_bucket, budget.buffer_bytes);
     sft_pipeline::route_all(inputs, plan, stem, comm.world_size(), buckets, report, progress);
     sft_pipeline::write_file(options, sft_pipeline::attributes_of(options, *encoding, report), plan, stem, budget,
                              threads * comm.local_size(), report);

@@ -2,7 +2,8 @@
 # [Causal-LM labels]), token-exact across ranks and accumulation: 1 rank x 8, 2 ranks x 2 x accumulation 2 and 1 x 1
 # x accumulation 8 take the same SGD steps (1e-5) on conversations of many lengths; eval counts exactly the masked
 # tokens after each row's first; and (with HPCTRAIN_TRANSFORMERS_PYTHON) one SGD step equals transformers + autograd
-# with labels -100 outside the mask (1e-4).
+# with labels -100 outside the mask (1e-4). `prep sft --packing bfd` rows (several conversations each, masks and
+# document boundaries together) take the same step and evaluate alike as the conversations one per row.
 source "$(dirname "$0")/lib.sh"
 TOK="$REPO/tests/prep/sft/llama3"
 "$PY" - "$WORK/chats.jsonl" <<'PYEOF'
@@ -58,6 +59,34 @@ print("targets", int(mask.sum()), "of", len(mask), "lengths", sorted(lengths)[:5
 ok = 0 < mask.sum() < 0.8 * len(mask) and len(lengths) > 5 and max(losses) - min(losses) > 1e-3
 ok = ok and two["tokens"] == v_targets and abs(two["loss"] - last_eval) <= 1e-6 * max(1, two["loss"])
 sys.exit(0 if ok else 1)
+PYEOF
+# --- prep sft --packing bfd (Note [SFT rows are documents]): a packed row trains as its conversations alone --------
+run_ok "prep sft --packing bfd" "$WORK/prep-bfd.log" mpi 2 prep sft --no-progress --input "$WORK/chats.jsonl" \
+  --tokenizer "$TOK" --validation-fraction 0.25 --seed 3 --max-length 96 --packing bfd --output "$WORK/bfd.h5"
+read -r ROWS EXAMPLES < <("$PY" -c "import h5py, sys
+print(*(h5py.File(p, 'r')['train'].attrs['num_examples'] for p in sys.argv[1:]))" "$WORK/bfd.h5" "$WORK/sft.h5")
+[[ $ROWS -lt $EXAMPLES ]] && ok "bfd: $EXAMPLES conversations in $ROWS rows" || bad "bfd rows: $ROWS for $EXAMPLES"
+one_step() {  # one_step DATA OUTPUT: one SGD step over the whole train split
+  echo --data "$WORK/$1.h5" --model-config "$WORK/llama.json" --tokenizer "$TOK" --output "$WORK/$2" --threads 1 \
+    --no-progress --optim sgd --lr 0.5 --lr-scheduler constant --max-grad-norm 0 --warmup-steps 0 --eval-steps 100 \
+    --report-to none --max-steps 1
+}
+run_ok "unpacked: 1 rank, the split in one step" "$WORK/u.log" mpi 1 train $(one_step sft u) --batch-size "$EXAMPLES"
+run_ok "packed: 2 ranks x accumulation 2" "$WORK/p.log" mpi 2 train $(one_step bfd p) --batch-size $(( (ROWS + 3) / 4 )) \
+  --gradient-accumulation-steps 2
+compare "$WORK/u/$W" "$WORK/p/$W" 1e-5 && ok "packed SFT step == unpacked step (1e-5): masks and boundaries compose" \
+  || bad "packed vs unpacked SFT step"
+for data in bfd sft; do
+  run_ok "eval --json on the $data validation split" "$WORK/e-$data.log" mpi 1 eval --model "$WORK/u/final" \
+    --data "$WORK/$data.h5" --split validation --batch-size 4 --threads 1 --json
+  sed -n '/^{/,/^}/p' "$WORK/e-$data.log" >"$WORK/e-$data.json"
+done
+"$PY" - "$WORK/e-bfd.json" "$WORK/e-sft.json" <<'PYEOF' && ok "eval: packed == unpacked validation (1e-6), the same masked tokens" \
+  || bad "eval on packed SFT rows"
+import json, sys
+packed, unpacked = (json.load(open(p)) for p in sys.argv[1:])
+print("packed", packed, "unpacked", unpacked)
+sys.exit(0 if packed["tokens"] == unpacked["tokens"] and abs(packed["loss"] - unpacked["loss"]) <= 1e-6 * max(1, unpacked["loss"]) else 1)
 PYEOF
 if [[ -n "${HPCTRAIN_TRANSFORMERS_PYTHON:-}" ]] && "$HPCTRAIN_TRANSFORMERS_PYTHON" -c 'import transformers, h5py, torch' 2>/dev/null; then
   "$HPCTRAIN_TRANSFORMERS_PYTHON" "$HERE/sft_grad.py" prepare "$WORK" "$WORK/llama.json" >"$WORK/grad.log" 2>&1 \

@@ -4,6 +4,7 @@
 // and labels != -100. Then hostile input: bad rows named, nothing written.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -190,4 +191,42 @@ BOOST_AUTO_TEST_CASE(hostile_templates_are_stopped_naming_template_and_row) {
     if (!contains(source, "include")) BOOST_CHECK_MESSAGE(contains(message, "rows.jsonl: line 1 (row 0)"), message);
     BOOST_CHECK(!fs::exists(dir / "sft.h5"));
   }
+}
+
+// Note [SFT rows are documents]: --packing bfd puts whole examples into rows of up to --max-length tokens with prep
+// lm's planner; split at document_start, the rows give back exactly the unpacked examples, each with its loss mask.
+BOOST_AUTO_TEST_CASE(bfd_rows_hold_whole_examples_with_their_masks) {
+  using Segment = std::pair<std::vector<int32_t>, std::vector<uint8_t>>;
+  TempDir dir;
+  auto options = options_for(dir, kDir / "conversations.jsonl", "qwen2_5");
+  options.max_length = 256;
+  (void)prep::prep_sft(options);
+  std::vector<Segment> unpacked;
+  for (auto& [source, row] : read_rows(dir / "sft.h5")) unpacked.emplace_back(row.ids, row.mask);
+  options.packing = prep::LmPacking::bfd;
+  options.output = dir / "bfd.h5";
+  const auto report = prep::prep_sft(options);
+  const data::DatasetReader reader(dir / "bfd.h5");
+  const auto info = reader.split_info("train");
+  BOOST_REQUIRE(info.has_loss_mask && info.has_document_starts);
+  const auto text = reader.read_text("train", 0, info.num_examples);
+  std::vector<Segment> segments;
+  for (int64_t i = 0; i < text.size(); ++i) {
+    BOOST_CHECK_LE(text.length(i), options.max_length);
+    for (int64_t t = text.offsets[i]; t < text.offsets[i + 1]; ++t) {
+      if (text.document_start[t]) segments.emplace_back();
+      segments.back().first.push_back(text.input_ids[t]);
+      segments.back().second.push_back(text.loss_mask[t]);
+    }
+  }
+  BOOST_CHECK_LT(text.size(), static_cast<int64_t>(unpacked.size()));  // packing happened
+  BOOST_CHECK_EQUAL(report.splits.at(0).examples, static_cast<int64_t>(unpacked.size()));
+  BOOST_CHECK_EQUAL(report.splits.at(0).rows, text.size());
+  std::sort(unpacked.begin(), unpacked.end());
+  std::sort(segments.begin(), segments.end());
+  BOOST_CHECK(segments == unpacked);
+  options.packing = prep::LmPacking::bfd_split;
+  options.output = dir / "split.h5";
+  const std::string message = error_message([&] { (void)prep::prep_sft(options); });
+  BOOST_CHECK_MESSAGE(contains(message, "--packing bfd_split: prep sft packs whole examples"), message);
 }

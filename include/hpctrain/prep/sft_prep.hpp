@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "hpctrain/data/dataset_writer.hpp"
+#include "hpctrain/prep/lm_prep.hpp"
 
 namespace hpctrain::dist {
 class Comm;
@@ -39,7 +40,10 @@ struct SftPrepOptions {
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();  // --template-kwargs
   std::filesystem::path output;
   LossOn loss_on = LossOn::automatic;
-  int max_length = kDefaultSftMaxLength;      // tokens kept per row (its start, as TRL's keep_start); 0: no limit
+  int max_length = kDefaultSftMaxLength;      // tokens kept per example (its start, as TRL's keep_start); 0: no limit
+  // none: one row per example; bfd: whole examples packed into rows of up to max_length tokens (Note [Best-fit-
+  // decreasing rows] in src/prep/lm_packing.hpp), their boundaries and masks kept (Note [SFT rows are documents]).
+  LmPacking packing = LmPacking::none;
   double validation_fraction = 0.0;
   uint64_t seed = 42;
   bool skip_invalid = false;
@@ -53,7 +57,8 @@ struct SftPrepOptions {
 
 struct SftSplitSummary {
   std::string name;
-  int64_t rows = 0;
+  int64_t examples = 0;
+  int64_t rows = 0;           // = examples without packing
   int64_t tokens = 0;
   int64_t target_tokens = 0;  // tokens inside the loss mask
 };
