@@ -8,8 +8,8 @@
 # of the untrained and the trained model (`eval --json`) and its answers to a few questions (`generate --chat`).
 #
 # Usage: scripts/sft-example.sh [--rows N] [--epochs E] [--quick]
-#   --rows N    conversations taken from the dictionary (default 12000)
-#   --epochs E  passes over them (default 2)
+#   --rows N    conversations taken from the dictionary (default 6000)
+#   --epochs E  passes over them (default 1)
 #   --quick     10 steps on 2000 rows (a smoke test: checks the pipeline, learns little)
 # Environment: HPCTRAIN_SKIP_INSTALL=1 (no apt-get), HPCTRAIN_BUILD_DIR (default build), SFT_THREADS (threads per
 # rank, default: the cores / 2). Outputs: runs/data/gcide-sft.{jsonl,h5}, runs/sft/ (final/ loads with transformers'
@@ -17,8 +17,8 @@
 # Measured results: README.md, "Supervised fine-tuning".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rows=12000
-epochs=2
+rows=6000
+epochs=1
 quick=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -55,6 +55,7 @@ start=$(date +%s)
 "${mpi[@]}" "$hpctrain" train "${common[@]}" --output "$out" "${steps[@]}" --lr 3e-3 --lr-scheduler cosine \
   --warmup-steps 30 --weight-decay 0.1 --logging-steps 50 --eval-steps 200
 seconds=$(( $(date +%s) - start ))
+cp "$tokenizer/chat_template.jinja" "$out/final/"  # train copies the tokenizer files; the template goes beside them
 
 before=$("$hpctrain" eval --model "$out/init/final" --data runs/data/gcide-sft.h5 --split validation --json)
 after=$("$hpctrain" eval --model "$out/final" --data runs/data/gcide-sft.h5 --split validation --json)
