@@ -12,7 +12,7 @@ set(HPCTRAIN_TORCH2_TESTS
   "^mpi\\.ddp\\."
   "^mpi\\.examples\\."
   "^mpi\\.train\\.(causal_lm|causal_lm_features|env|equivalence|final_model|grad_reduce_dtype|gradient_checkpointing)$"
-  "^mpi\\.train\\.(lora|lora_peft|loss_scaling|packing|qlora|qlora_peft|tensorboard|unused_parameters|zero)$"
+  "^mpi\\.train\\.(lora|lora_peft|loss_scaling|packing|qlora|qlora_peft|sft|tensorboard|unused_parameters|zero)$"
   "^cli\\.test_(generate|model_commands)$")
 
 get_property(hpctrain_all_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
