@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
     "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] "
-    "[--lora-r R [--lora-target-modules a,b|all-linear]] [--json] "
+    "[--lora-r R [--lora-target-modules a,b|all-linear]] [--loss-chunk-tokens N] [--json] "
     "[--measure]";
 
 struct EstimateArgs {
@@ -86,7 +86,7 @@ int estimate_memory_command(const Args& args, dist::Comm& comm) {
   EstimateArgs a;
   train::MemoryEstimateOptions options;
   po::options_description all(kEstimateUsage);
-  all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer));
+  all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer)).add(loss_group(options.loss_chunk_tokens));
   po::variables_map values;
   if (!parse_options(args, kEstimateUsage, all, values)) return 0;
   optim::validate_optimizer_options(options.optimizer);

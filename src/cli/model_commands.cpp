@@ -19,6 +19,7 @@
 #include "hpctrain/models/adapter_base.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/device.hpp"
@@ -39,6 +40,7 @@ struct ModelDataOptions {
   int64_t cache_mb = 512;
   int threads = 0;
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
+  int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens;  // Note [Chunked loss]
 };
 
 void add_model_data_options(po::options_description& options, ModelDataOptions& values) {
@@ -55,19 +57,21 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
       ("device", po::value(&values.device)->default_value(values.device), "auto | cpu | cuda")
       ("collective-timeout", po::value(&values.collective_timeout)->default_value(values.collective_timeout),
        "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)");
+  options.add(loss_group(values.loss_chunk_tokens));
 }
 
 // Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads
 // may differ per node; --output and --json are rank 0's.
 train::RunDescription describe(const ModelDataOptions& o, const data::DatasetReader& dataset) {
-  static_assert(core::field_count<ModelDataOptions>() == 9, "ModelDataOptions changed: describe the new member here");
+  static_assert(core::field_count<ModelDataOptions>() == 10, "ModelDataOptions changed: describe the new member here");
   train::RunDescription description = {{"--model", train::path_identity(o.model)},
                                        {"--adapter", o.adapter.empty() ? "" : train::path_identity(o.adapter)},
                                        {"--split", o.split},
                                        {"--batch-size", std::to_string(o.batch_size)},
                                        {"--cache-mb", std::to_string(o.cache_mb)},
                                        {"--device", o.device},
-                                       {"--collective-timeout", fmt::format("{}", o.collective_timeout)}};
+                                       {"--collective-timeout", fmt::format("{}", o.collective_timeout)},
+                                       {"--loss-chunk-tokens", std::to_string(o.loss_chunk_tokens)}};
   train::add_dataset_identity(description, "--data", dataset);
   return description;
 }
@@ -80,7 +84,7 @@ void agree_on_options(const ModelDataOptions& options, dist::Comm& comm, const c
   train::RunDescription mine;
   dist::run_collectively(comm, "describing the run for the ranks' agreement", [&] {
     const data::DatasetReader dataset(options.data);
-    (void)train::make_objective(dataset);  // a task without an objective fails before the model loads
+    (void)train::make_objective(dataset, options.loss_chunk_tokens);  // a task without one fails before the model loads
     mine = describe(options, dataset);
   });
   train::agree_across_ranks(comm, mine, fmt::format("the options of `hpctrain {}` and its dataset", command));
@@ -168,7 +172,8 @@ int eval_command(const Args& args, dist::Comm& comm) {
     return 0;
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
-  const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: the task's report
+  // Note [Objectives]: the task's report.
+  const auto objective = train::make_objective(loaded.loader->reader(), options.loss_chunk_tokens);
   const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
   const auto result = with_context(options, [&] { return objective->evaluate(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;
@@ -197,7 +202,8 @@ int predict_command(const Args& args, dist::Comm& comm) {
     output = io::check_output_file(output, inputs, overwrite).string();
   });
   Loaded loaded = load_model_and_data(options, comm);
-  const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: what predict writes
+  // Note [Objectives]: what predict writes.
+  const auto objective = train::make_objective(loaded.loader->reader(), options.loss_chunk_tokens);
   const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
   const std::string text =
       with_context(options, [&] { return objective->predictions(*loaded.model, *loaded.loader, context); });

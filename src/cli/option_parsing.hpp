@@ -3,6 +3,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@ namespace po = boost::program_options;
 // The "Optimizer" flags (--optim and every optimizer's options), declared once for train and estimate-memory
 // (defined in train_command.cpp).
 po::options_description optimizer_group(optim::OptimizerOptions& options);
+
+// The "Loss" flag (--loss-chunk-tokens, Note [Chunked loss] in models/loss.hpp), declared once for train, eval,
+// predict and estimate-memory (defined in train_command.cpp).
+po::options_description loss_group(int64_t& chunk_tokens);
 
 // Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
 // same keys (key = value lines). Returns false when help was printed (the caller returns 0).

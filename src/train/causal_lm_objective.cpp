@@ -6,10 +6,12 @@
 // Note [Causal-LM labels]
 // A row of a causal-lm file is its tokens; the loader pads rows to the batch's longest on the right
 // (attention_mask 0). Labels are the input ids with -100 on padding and on rows not trained on, and the
-// model shifts them (models::causal_lm_loss_sum, transformers' shift): a row of n tokens predicts n - 1. So
+// model shifts them (CausalLM::next_token_loss, transformers' shift): a row of n tokens predicts n - 1. So
 // count() — the row's tokens minus one, over the kept rows — is read from the attention mask on the host
-// and equals the count causal_lm_loss_sum finds on the device. Packed rows (no padding) go to the model
-// without a mask, so that the attention can take its unmasked path (SDPA's flash kernel on CUDA).
+// and equals the count the loss finds. The labels stay on the host: the loss finds the predicted positions
+// there, without a device sync, and drops the others before the head (Note [Chunked loss] in models/loss.hpp).
+// Packed rows (no padding) go to the model without a mask, so that the attention can take its unmasked path
+// (SDPA's flash kernel on CUDA).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -51,34 +53,33 @@ models::ModelInputs lm_inputs(const loader::Batch& batch, const at::Device& devi
   return inputs;
 }
 
-// The forward's logits [B, L, V] (inside the autocast region when one is given).
-at::Tensor lm_logits(models::CausalLM& model, const loader::Batch& batch, const at::Device& device,
-                     std::optional<c10::ScalarType> autocast) {
-  std::optional<compat::AutocastScope> region;
-  if (autocast) region.emplace(device.type(), true, *autocast);
-  return model.forward(lm_inputs(batch, device)).logits;
-}
-
-// Per row: the next-token loss summed over its predicted tokens (float64, CPU) and their number.
+// Per row: the next-token loss summed over its predicted tokens (float64, CPU) and their number, without the
+// [B, L, V] logits (Note [Chunked loss]), the forward inside the autocast region when one is given.
 struct RowLosses {
   at::Tensor sum;    // float64 [B]
   at::Tensor count;  // int64 [B]
 };
 
-RowLosses row_losses(const at::Tensor& logits, const at::Tensor& labels) {
-  const int64_t rows = logits.size(0), length = logits.size(1), vocab = logits.size(2);
-  const at::Tensor shifted = models::shift_labels(labels).to(logits.device());  // position t predicts token t + 1
-  const at::Tensor per_token = at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shifted.reshape(-1),
-                                                      {}, at::Reduction::None, models::kIgnoreIndex);
+RowLosses row_losses(models::CausalLM& model, const loader::Batch& batch, const at::Tensor& keep,
+                     const EvalContext& context, int64_t chunk_tokens) {
+  models::ModelInputs inputs = lm_inputs(batch, context.device);
+  inputs.labels = token_labels(batch, keep);
+  at::Tensor per_token;
+  {
+    std::optional<compat::AutocastScope> region;
+    if (context.autocast) region.emplace(context.device.type(), true, *context.autocast);
+    per_token = model.next_token_losses(inputs, chunk_tokens);
+  }
   RowLosses out;
-  out.sum = per_token.view({rows, length}).to(at::kDouble).sum(1).cpu();
-  out.count = shifted.ne(models::kIgnoreIndex).sum(1).cpu();
+  out.sum = per_token.to(at::kDouble).sum(1).cpu();
+  out.count = models::shift_labels(inputs.labels).ne(models::kIgnoreIndex).sum(1);
   return out;
 }
 
 // Collective: every kept row of one epoch of `loader` as [index, loss sum, tokens], gathered on rank 0 in
 // the split's stored order (empty elsewhere). Rows whose loss is NaN/Inf are agreed on as evaluate() does.
-std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoader& loader, const EvalContext& context) {
+std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoader& loader, const EvalContext& context,
+                                      int64_t chunk_tokens) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   std::vector<double> rows;
@@ -86,7 +87,7 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     const at::Tensor keep = batch->is_padding.logical_not();
-    const RowLosses losses = row_losses(lm_logits(model, *batch, context.device, context.autocast), token_labels(*batch, keep));
+    const RowLosses losses = row_losses(model, *batch, keep, context, chunk_tokens);
     const auto sum = losses.sum.accessor<double, 1>();
     const auto count = losses.count.accessor<int64_t, 1>();
     const auto index = batch->example_index.accessor<int64_t, 1>();
@@ -112,6 +113,8 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
 
 class CausalLanguageModelling final : public Objective {
  public:
+  explicit CausalLanguageModelling(int64_t loss_chunk_tokens) : chunk_tokens_(loss_chunk_tokens) {}
+
   double count(const loader::Batch& batch, const at::Tensor& keep) const override {
     const at::Tensor tokens = batch.attention_mask.sum(1);
     return static_cast<double>(at::where(keep, (tokens - 1).clamp_min(0), at::zeros_like(tokens)).sum().item<int64_t>());
@@ -121,18 +124,18 @@ class CausalLanguageModelling final : public Objective {
                       const Accelerator& acc) override {
     models::CausalLM& lm = causal_lm(model);
     models::ModelInputs inputs = lm_inputs(batch, acc.device());
-    at::Tensor logits;
+    inputs.labels = token_labels(batch, keep);  // on the host (Note [Causal-LM labels])
+    models::TokenLossSum loss;
     {
-      const AutocastRegion region = acc.autocast();  // --mixed-precision: the forward's matrix products
-      logits = lm.forward(inputs).logits;
+      // --mixed-precision: the forward's and the head's matrix products; the loss's log-sum-exp in fp32.
+      const AutocastRegion region = acc.autocast();
+      loss = lm.next_token_loss(inputs, chunk_tokens_);
     }
-    // The loss in fp32 (causal_lm_loss_sum), outside the autocast region.
-    const models::TokenLossSum loss = models::causal_lm_loss_sum(logits, token_labels(batch, keep).to(acc.device()));
     return MicroBatchLoss{loss.sum, count(batch, keep)};
   }
 
   Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
-    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context);
+    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context, chunk_tokens_);
     double totals[3] = {0, 0, 0};  // loss sum, tokens, examples: summed on rank 0, then broadcast
     for (std::size_t at = 0; at < rows.size(); at += 3) totals[0] += rows[at + 1], totals[1] += rows[at + 2], ++totals[2];
     context.comm.broadcast(totals, sizeof totals, 0);
@@ -150,7 +153,7 @@ class CausalLanguageModelling final : public Objective {
   }
 
   std::string predictions(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
-    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context);
+    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context, chunk_tokens_);
     if (!context.comm.is_main_process()) return "";
     const int64_t n = loader.num_examples();
     HPCTRAIN_CHECK(static_cast<int64_t>(rows.size() / 3) == n, "gathered {} predictions for {} examples", rows.size() / 3, n);
@@ -174,10 +177,17 @@ class CausalLanguageModelling final : public Objective {
                        e.metrics.score("perplexity").value_or(0), e.metrics.loss,
                        e.report.value("tokens", int64_t{0}), e.metrics.examples);
   }
+
+ private:
+  int64_t chunk_tokens_;  // --loss-chunk-tokens (Note [Chunked loss])
 };
 
 }  // namespace
 
-std::unique_ptr<Objective> make_causal_lm_objective() { return std::make_unique<CausalLanguageModelling>(); }
+std::unique_ptr<Objective> make_causal_lm_objective(int64_t loss_chunk_tokens) {
+  HPCTRAIN_CHECK(loss_chunk_tokens >= 0, "--loss-chunk-tokens {}: expected tokens per chunk >= 1, or 0 for the "
+                 "unchunked loss", loss_chunk_tokens);
+  return std::make_unique<CausalLanguageModelling>(loss_chunk_tokens);
+}
 
 }  // namespace hpctrain::train

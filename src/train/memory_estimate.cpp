@@ -101,6 +101,8 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
                                const MemoryEstimateOptions& options) {
   check_positive(options.batch_size, "--batch-size");
   check_positive(options.sequence_length, "--sequence-length");
+  HPCTRAIN_CHECK(options.loss_chunk_tokens >= 0, "--loss-chunk-tokens {}: expected tokens per chunk >= 1, or 0 for the "
+                 "unchunked loss", options.loss_chunk_tokens);
   MemoryEstimate e;
   e.model_type = config.model_type();
   e.optimizer = optim::canonical_optimizer_name(options.optimizer.optim);
@@ -145,7 +147,8 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"kept", a.kept},
             {"embeddings_and_head", a.embeddings_and_head},
             {"logits", a.logits},
-            {"backward_transient", a.backward_transient}}}};
+            {"backward_transient", a.backward_transient},
+            {"embedding_gradients", a.embedding_gradients}}}};
   if (e.zero_stage > 0) out["zero_stage"] = e.zero_stage, out["world_size"] = e.world_size;  // stage 0's JSON as before
   if (e.lora_r > 0) out["lora_r"] = e.lora_r, out["trainable_parameter_count"] = e.trainable_parameter_count;
   return out;

@@ -66,7 +66,7 @@ void run_measured_step(Accelerator& accelerator, const io::HfConfig& config, con
   at::Tensor loss;
   {
     const AutocastRegion region = accelerator.autocast();
-    loss = model->forward(inputs).loss;
+    loss = measured_loss(*model, inputs, options);
   }
   accelerator.backward(loss);
   (void)accelerator.optimizer_step(1e-5, /*max_grad_norm=*/0.0);

@@ -85,6 +85,14 @@ class LoraTarget {
   // base weight += scaling * B·A (transposed for fan_in_fan_out); the adapter is then removed.
   void merge_lora();
 
+  // The adapter's branch of with_lora as two factors, for a caller that applies the product itself (the LM head's
+  // chunked loss, Note [LM head] in loss.hpp): branch = input @ weight^T. Undefined tensors without an adapter.
+  struct LowRank {
+    at::Tensor input;   // dropout(x) @ lora_A^T, [..., r]
+    at::Tensor weight;  // scaling * lora_B, [out, r]
+  };
+  [[nodiscard]] LowRank lora_factors(const at::Tensor& x, bool training) const;
+
  protected:
   // base_output + lora_B(lora_A(dropout(x))) * scaling; base_output itself without an adapter.
   [[nodiscard]] at::Tensor with_lora(const at::Tensor& base_output, const at::Tensor& x, bool training) const;
