@@ -7,7 +7,7 @@
 #   peer       transformers + torch, one process (peer.py: LlamaForCausalLM, labels = input_ids).
 # A run: WARMUP steps, then STEPS timed steps (hpctrain: metrics.jsonl's time.step; the peer: the same span). Peak
 # RSS: GNU time's maximum resident set of the process (everything: libraries, weights, gradients, AdamW's state,
-# activations, the loss). The three run one after another in a round, their order rotated every round, ROUNDS
+# activations, the loss); also the whole run's CPU time (user + system), steadier than wall time on a shared VM. The three run one after another in a round, their order rotated every round, ROUNDS
 # rounds; summary.py prints the table (median, min-max) and the ratios against the goals: chunked peak RSS <= 0.5x
 # the peer's and <= 0.6x unchunked's, chunked step time <= 1.05x unchunked's. Builds nothing.
 # Usage: bench/loss/run.sh [BUILD_DIR=build] [ROUNDS=3] [STEPS=2] [WARMUP=1]
@@ -41,18 +41,19 @@ chunk_args=()
 [[ -n ${CHUNK:-} ]] && chunk_args=(--loss-chunk-tokens "$CHUNK")
 echo "chunked runs: --loss-chunk-tokens ${CHUNK:-(the default)}"
 
-# record IMPL ROUND STEP_SECONDS... : one result line (peak RSS from $work/rss).
+# record IMPL ROUND STEP_SECONDS... : one result line (peak RSS and the run's CPU seconds from $work/rss).
 record() {
   local impl=$1 round=$2; shift 2
-  "$python" -c 'import json, sys; print(json.dumps({"impl": sys.argv[1], "round": int(sys.argv[2]),
-"peak_rss_kib": int(sys.argv[3]), "step_s": [float(x) for x in sys.argv[4:]]}))' "$impl" "$round" "$(cat "$work/rss")" \
-    "$@" >>"$results"
+  "$python" -c 'import json, sys; rss, user, system = sys.argv[3].split()
+print(json.dumps({"impl": sys.argv[1], "round": int(sys.argv[2]), "peak_rss_kib": int(rss),
+                  "cpu_s": float(user) + float(system), "step_s": [float(x) for x in sys.argv[4:]]}))' \
+    "$impl" "$round" "$(cat "$work/rss")" "$@" >>"$results"
 }
 run_hpctrain() {  # run_hpctrain IMPL ROUND
   local args=("${chunk_args[@]}")
   [[ $1 == unchunked ]] && args=(--loss-chunk-tokens 0)
   rm -rf "$work/run"
-  /usr/bin/time -f %M -o "$work/rss" "$hpctrain" train --data "$work/lm.h5" --model-config bench/loss/llama.json \
+  /usr/bin/time -f "%M %U %S" -o "$work/rss" "$hpctrain" train --data "$work/lm.h5" --model-config bench/loss/llama.json \
     --output "$work/run" --max-steps $((warmup + steps)) --batch-size $batch --threads "$threads" --lr 1e-4 \
     --max-grad-norm 1 --logging-steps 1 --report-to none --no-progress --peak-tflops 1 "${args[@]}" \
     >"$work/hpctrain.log" 2>&1 || { tail -20 "$work/hpctrain.log" >&2; return 1; }
@@ -63,7 +64,7 @@ print(*[e["time"]["step"] for e in map(json.loads, open(sys.argv[1])) if "loss" 
 }
 run_peer() {  # run_peer ROUND
   local line
-  line=$(/usr/bin/time -f %M -o "$work/rss" "$python" bench/loss/peer.py --config bench/loss/llama.json \
+  line=$(/usr/bin/time -f "%M %U %S" -o "$work/rss" "$python" bench/loss/peer.py --config bench/loss/llama.json \
     --data "$work/lm.h5" --batch $batch --steps "$steps" --warmup "$warmup" --threads "$threads" 2>"$work/peer.log" |
     grep '^{') || { tail -20 "$work/peer.log" >&2; return 1; }
   # shellcheck disable=SC2046

@@ -79,16 +79,16 @@ FlatInputs flatten(const at::Tensor& hidden, const LmHead& head, const at::Tenso
   return {hidden.reshape({-1, hidden.size(-1)}), targets.reshape({-1})};
 }
 
-void check_chunk_tokens(int64_t chunk_tokens) {
+}  // namespace
+
+void check_loss_chunk_tokens(int64_t chunk_tokens) {
   HPCTRAIN_CHECK(chunk_tokens >= 0, "--loss-chunk-tokens {}: expected tokens per chunk >= 1, or 0 for the unchunked "
                  "loss", chunk_tokens);
 }
 
-}  // namespace
-
 TokenLossSum linear_cross_entropy(const at::Tensor& hidden, const LmHead& head, const at::Tensor& targets,
                                   int64_t chunk_tokens) {
-  check_chunk_tokens(chunk_tokens);
+  check_loss_chunk_tokens(chunk_tokens);
   const FlatInputs flat = flatten(hidden, head, targets);
   const KeptTokens kept = kept_tokens(flat.targets, head.vocab_size(), hidden.device());
   const detail::HeadProduct product = kept_product(flat.hidden, head, kept);
@@ -107,7 +107,7 @@ TokenLossSum linear_cross_entropy(const at::Tensor& hidden, const LmHead& head, 
 
 at::Tensor linear_cross_entropy_per_target(const at::Tensor& hidden, const LmHead& head, const at::Tensor& targets,
                                            int64_t chunk_tokens) {
-  check_chunk_tokens(chunk_tokens);
+  check_loss_chunk_tokens(chunk_tokens);
   at::NoGradGuard no_grad;
   const FlatInputs flat = flatten(hidden, head, targets);
   const KeptTokens kept = kept_tokens(flat.targets, head.vocab_size(), hidden.device());

@@ -185,8 +185,7 @@ class CausalLanguageModelling final : public Objective {
 }  // namespace
 
 std::unique_ptr<Objective> make_causal_lm_objective(int64_t loss_chunk_tokens) {
-  HPCTRAIN_CHECK(loss_chunk_tokens >= 0, "--loss-chunk-tokens {}: expected tokens per chunk >= 1, or 0 for the "
-                 "unchunked loss", loss_chunk_tokens);
+  models::check_loss_chunk_tokens(loss_chunk_tokens);
   return std::make_unique<CausalLanguageModelling>(loss_chunk_tokens);
 }
 

@@ -101,8 +101,7 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
                                const MemoryEstimateOptions& options) {
   check_positive(options.batch_size, "--batch-size");
   check_positive(options.sequence_length, "--sequence-length");
-  HPCTRAIN_CHECK(options.loss_chunk_tokens >= 0, "--loss-chunk-tokens {}: expected tokens per chunk >= 1, or 0 for the "
-                 "unchunked loss", options.loss_chunk_tokens);
+  models::check_loss_chunk_tokens(options.loss_chunk_tokens);
   MemoryEstimate e;
   e.model_type = config.model_type();
   e.optimizer = optim::canonical_optimizer_name(options.optimizer.optim);

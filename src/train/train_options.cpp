@@ -60,7 +60,7 @@ void check_optimization(const TrainOptions& o) {
   HPCTRAIN_CHECK(!(o.warmup_steps > 0 && o.warmup_ratio > 0), "give --warmup-steps or --warmup-ratio, not both");
   (void)parse_schedule(o.lr_scheduler);  // Error lists the schedules
   check_finite(o.max_grad_norm, "--max-grad-norm");
-  check_not_negative(o.loss_chunk_tokens, "--loss-chunk-tokens", "the unchunked loss");
+  models::check_loss_chunk_tokens(o.loss_chunk_tokens);
 }
 
 void check_distributed(const TrainOptions& o) {

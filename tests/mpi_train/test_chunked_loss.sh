@@ -46,6 +46,6 @@ sys.exit(0 if a["tokens"] == b["tokens"] > 0 and abs(a["loss"] - b["loss"]) <= 1
 PYEOF
 
 if mpi 1 train $(lm_args gpt2.json bad) --loss-chunk-tokens -1 >"$WORK/bad.log" 2>&1; then bad "--loss-chunk-tokens -1 accepted"
-elif grep -q -- "--loss-chunk-tokens -1: expected an integer >= 0" "$WORK/bad.log"; then ok "--loss-chunk-tokens -1 refused"
+elif grep -q -- "--loss-chunk-tokens -1: expected tokens per chunk >= 1, or 0" "$WORK/bad.log"; then ok "--loss-chunk-tokens -1 refused"
 else bad "--loss-chunk-tokens -1 message"; tail -5 "$WORK/bad.log"; fi
 finish

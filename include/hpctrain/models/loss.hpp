@@ -48,6 +48,9 @@ inline constexpr int64_t kIgnoreIndex = -100;
 // from 256 tokens up the step time is flat, and at 128,256 ids a chunk's float32 logits are 128 MiB).
 inline constexpr int64_t kDefaultLossChunkTokens = 256;
 
+// Error naming --loss-chunk-tokens unless chunk_tokens >= 0 (tokens per chunk, or 0: unchunked).
+void check_loss_chunk_tokens(int64_t chunk_tokens);
+
 // A language model's output projection as the loss sees it (Note [LM head]).
 struct LmHead {
   at::Tensor weight;                    // [V, D]: lm_head.weight, or the input embedding when tied
