@@ -63,8 +63,8 @@ BertSelfAttention::BertSelfAttention(const io::BertConfig& s)
   value = register_module("value", LoraLinear(s.hidden_size, s.hidden_size));
 }
 
-at::Tensor BertSelfAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  return detail::self_attention(query->forward(hidden), key->forward(hidden), value->forward(hidden), key_mask,
+at::Tensor BertSelfAttention::forward(const at::Tensor& hidden, const LayerContext& context) {
+  return detail::self_attention(query->forward(hidden), key->forward(hidden), value->forward(hidden), context.key_mask,
                                 heads_, dropout_, is_training());
 }
 
@@ -89,8 +89,8 @@ BertLayer::BertLayer(const io::BertConfig& s) : activation_(s.activation_fn()) {
   output = register_module("output", std::make_shared<BertResidualOutput>(s, s.intermediate_size));
 }
 
-at::Tensor BertLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = attention_output->forward(self_attention->forward(hidden, key_mask), hidden);
+at::Tensor BertLayer::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = attention_output->forward(self_attention->forward(hidden, context), hidden);
   return output->forward(detail::activate(intermediate->forward(attended), activation_), attended);
 }
 
@@ -124,7 +124,8 @@ ModelOutput BertForSequenceClassification::forward(const ModelInputs& inputs) {
   HPCTRAIN_CHECK(inputs.input_ids.defined() && inputs.input_ids.dim() == 2,
                  "BERT: input_ids must be an int64 tensor [batch, sequence]");
   at::Tensor hidden = bert->embeddings->forward(inputs.input_ids, inputs.token_type_ids);
-  for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
+  const LayerContext context = LayerContext::of(inputs);
+  for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, context);
   at::Tensor pooled = at::tanh(bert->pooler->forward(hidden.select(1, 0)));
   pooled = detail::seeded_dropout(pooled, settings_.effective_classifier_dropout(), is_training());
   ModelOutput out;

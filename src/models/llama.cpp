@@ -58,14 +58,23 @@ RotaryEmbedding::RotaryEmbedding(const io::RopeConfig& rope, int64_t head_dim) {
 
 at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, int64_t first_position) const {
   const int64_t length = x.size(1);
+  return rotate(x, at::arange(first_position, first_position + length, x.options().dtype(at::kLong)).unsqueeze(0));
+}
+
+at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& positions) const {
+  if (!positions.defined()) return rotate(x, int64_t{0});
+  const int64_t rows = positions.size(0), length = x.size(1);
+  HPCTRAIN_CHECK(positions.dim() == 2 && (rows == 1 || rows == x.size(0)) && positions.size(1) == length,
+                 "rotary embeddings: positions must be [B, L] = [{}, {}], got {}", x.size(0), length,
+                 c10::str(positions.sizes()));
   at::Tensor cos, sin;
   {
     // Angles in float32 even inside an autocast region, as transformers' LlamaRotaryEmbedding.
     std::optional<compat::AutocastScope> fp32;
     if (compat::AutocastScope::is_enabled(x.device().type())) fp32.emplace(x.device().type(), /*enabled=*/false);
-    const at::Tensor positions = at::arange(first_position, first_position + length, x.options().dtype(at::kFloat));
-    const at::Tensor freqs = at::outer(positions, inv_freq_.to(x.device()));  // [L, d/2]: pos * inv_freq
-    const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, length, 1, x.size(-1)});
+    const at::Tensor at_position = positions.to(x.device(), at::kFloat).unsqueeze(-1);  // [rows, L, 1]
+    const at::Tensor freqs = at_position * inv_freq_.to(x.device());                  // [rows, L, d/2]: pos * inv_freq
+    const at::Tensor angles = at::cat({freqs, freqs}, -1).view({rows, length, 1, x.size(-1)});
     cos = angles.cos().to(x.scalar_type());
     sin = angles.sin().to(x.scalar_type());
   }
@@ -95,18 +104,22 @@ LlamaAttention::LlamaAttention(const io::LlamaConfig& s, bool qkv_bias, bool o_b
   o_proj = register_module("o_proj", make_linear(heads_ * head_dim_, s.hidden_size, o_bias));
 }
 
-at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache) {
+at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1);
-  const int64_t first = cache != nullptr ? cache->length() : 0;  // Note [KV cache]: the new tokens' positions
-  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), first);
-  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), first)
+  // Note [KV cache]: the new tokens' positions follow the cached ones; else the batch's (packed rows: per document).
+  const int64_t first = cache != nullptr ? cache->length() : 0;
+  const at::Tensor positions = cache != nullptr || !context.positions.defined()
+                                   ? at::arange(first, first + length, hidden.options().dtype(at::kLong)).unsqueeze(0)
+                                   : context.positions;
+  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), positions);
+  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), positions)
                      .reshape({batch, length, kv_heads_ * head_dim_});
   at::Tensor v = v_proj->forward(hidden);
   if (cache != nullptr) std::tie(k, v) = cache->append(k, v);
-  const at::Tensor context =
-      detail::causal_self_attention(q.reshape({batch, length, heads_ * head_dim_}), k, v, key_mask, heads_, kv_heads_,
-                                    1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training());
-  return o_proj->forward(context);
+  const at::Tensor attended = detail::causal_self_attention(
+      q.reshape({batch, length, heads_ * head_dim_}), k, v, context.key_mask, heads_, kv_heads_,
+      1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training(), context.documents);
+  return o_proj->forward(attended);
 }
 
 LlamaMlp::LlamaMlp(const io::LlamaConfig& s, bool bias) : activation_(s.activation_fn()) {
@@ -130,13 +143,13 @@ LlamaDecoderLayer::LlamaDecoderLayer(const io::LlamaConfig& s, bool qwen2,
       register_module("post_attention_layernorm", std::make_shared<LlamaRMSNorm>(s.hidden_size, s.rms_norm_eps));
 }
 
-at::Tensor LlamaDecoderLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), key_mask);
+at::Tensor LlamaDecoderLayer::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), context);
   return attended + mlp->forward(post_attention_layernorm->forward(attended));
 }
 
 at::Tensor LlamaDecoderLayer::forward_cached(const at::Tensor& hidden, LayerKvCache& cache) {
-  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), at::Tensor(), &cache);
+  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), LayerContext{}, &cache);
   return attended + mlp->forward(post_attention_layernorm->forward(attended));
 }
 
@@ -187,7 +200,8 @@ void LlamaForCausalLM::init_weights() {
 at::Tensor LlamaForCausalLM::hidden_states(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, spec_.architecture.c_str());
   at::Tensor hidden = model->embed_tokens->forward(inputs.input_ids);
-  for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
+  const LayerContext context = LayerContext::of(inputs);
+  for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, context);
   return model->norm->forward(hidden);
 }
 

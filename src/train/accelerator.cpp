@@ -23,6 +23,7 @@
 #include "hpctrain/models/checkpointing.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/tensor_io.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/device.hpp"
@@ -127,16 +128,18 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
 
 std::unique_ptr<optim::Optimizer> Accelerator::make_optimizer(const optim::OptimizerOptions& options,
                                                               const optim::NamedParameters& named) {
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::make_optimizer: call prepare_model(model) first");
+  const std::set<std::string> no_decay = models::no_weight_decay_parameters(*model_);  // Note [Weight decay groups]
   std::unique_ptr<optim::Optimizer> made;
   if (!zero_active()) {
     if (options_.zero_stage > 0) log::info("--zero-stage {}: one rank, nothing to shard (runs as stage 0)", options_.zero_stage);
-    made = optim::make_optimizer(options, named);
+    made = optim::make_optimizer(options, named, no_decay);
   } else {
     std::vector<int64_t> alignments;  // Note [ZeRO slices]
     for (const at::Tensor& param : reducer().parameters()) alignments.push_back(optim::segment_alignment(options, param.numel()));
     reducer().enable_zero(options_.zero_stage, alignments);
     auto zero = std::make_unique<ZeroOptimizer>(
-        comm_, reducer(), optim::weight_decay_groups(named, options.weight_decay),
+        comm_, reducer(), optim::weight_decay_groups(named, options.weight_decay, no_decay),
         [&](std::vector<optim::ParameterGroup> groups, const std::vector<int64_t>& numels) {
           return optim::make_segment_optimizer(options, std::move(groups), numels);
         });

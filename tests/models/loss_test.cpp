@@ -1,7 +1,8 @@
 // The one loss (loss.hpp, Note [Chunked loss]): the chunked head + cross-entropy equals the unchunked computation
 // from forward()'s logits — the loss and every parameter's gradient within 1e-6 relative in fp32 — on GPT-2 (tied
 // head), Llama (untied, and tied) and Qwen2, with padding and masked prompt tokens, in training mode (dropout on);
-// under bf16 autocast within bf16's tolerance of fp32; with LoRA on the head; per-target losses for evaluation;
+// on rows packed from documents (position_ids, labels -100 at document starts); under bf16 autocast within bf16's
+// tolerance of fp32; with LoRA on the head; per-target losses for evaluation;
 // and clear errors.
 #include "fixtures.hpp"
 #include "../error_capture.hpp"
@@ -76,6 +77,15 @@ LossAndGradients run(CausalLM& model, const std::function<at::Tensor()>& loss_of
   return out;
 }
 
+// next_token_loss's sum with `run`; its count in `count`.
+LossAndGradients run_chunked(CausalLM& model, const ModelInputs& inputs, int64_t chunk, int64_t& count) {
+  return run(model, [&] {
+    const TokenLossSum loss = model.next_token_loss(inputs, chunk);
+    count = loss.count.item<int64_t>();
+    return loss.sum;
+  });
+}
+
 // ||got - expected|| / ||expected|| (2-norms), 0 when both are zero.
 double relative_difference(const at::Tensor& got, const at::Tensor& expected) {
   const double scale = expected.to(at::kDouble).norm().item<double>();
@@ -120,18 +130,45 @@ BOOST_AUTO_TEST_CASE(equals_the_unchunked_loss_and_gradients_in_fp32) {
       // 1 and 4 tokens per chunk (the 15 predicted tokens end in a partial chunk), all at once, and unchunked (0).
       for (const int64_t chunk : {int64_t{1}, int64_t{4}, int64_t{64}, int64_t{0}}) {
         BOOST_TEST_CONTEXT("--loss-chunk-tokens " << chunk) {
-          at::Tensor count;
-          const LossAndGradients got = run(model, [&] {
-            const TokenLossSum loss = model.next_token_loss(inputs, chunk);
-            count = loss.count;
-            return loss.sum;
-          });
-          BOOST_TEST(count.item<int64_t>() == 15);  // 8 + 5 + 3 next tokens, less row 0's masked second label
+          int64_t count = 0;
+          const LossAndGradients got = run_chunked(model, inputs, chunk, count);
+          BOOST_TEST(count == 15);  // 8 + 5 + 3 next tokens, less row 0's masked second label
           worst = std::max(worst, check_close(got, expected, kFp32Relative));
         }
       }
       BOOST_TEST_MESSAGE(name << ": chunked vs unchunked, worst relative difference " << worst);
       BOOST_TEST(loaded.model->tied_head() == (expected.gradients.count("lm_head.weight") == 0));
+    }
+  }
+}
+
+// Rows packed from documents (issue 33, Note [Packed attention]): position_ids restart at each document, whose
+// first token has label -100 (not predicted from the previous document); no padding.
+ModelInputs packed_batch(int64_t vocab) {
+  torch::manual_seed(6);
+  ModelInputs inputs;
+  inputs.input_ids = at::randint(3, vocab, {2, kLength}, at::kLong);
+  inputs.position_ids = at::tensor(std::vector<int64_t>{0, 1, 2, 3, 0, 1, 2, 0, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8}, at::kLong)
+                            .view({2, kLength});
+  inputs.labels = inputs.input_ids.masked_fill(inputs.position_ids.eq(0), kIgnoreIndex);
+  return inputs;
+}
+
+BOOST_AUTO_TEST_CASE(packed_rows_equal_the_unchunked_loss_and_gradients) {
+  for (const std::string name : {"tiny-gpt2-f32", "tiny-llama-gqa-llama3", "tiny-qwen2"}) {
+    BOOST_TEST_CONTEXT(name) {
+      Loaded<CausalLM> loaded = load_lm(name);
+      CausalLM& model = *loaded.model;
+      const ModelInputs inputs = packed_batch(model.vocab_size());
+      const LossAndGradients expected = run(model, [&] { return reference_loss_sum(model, inputs); });
+      for (const int64_t chunk : {int64_t{3}, int64_t{0}}) {
+        BOOST_TEST_CONTEXT("--loss-chunk-tokens " << chunk) {
+          int64_t count = 0;
+          const LossAndGradients got = run_chunked(model, inputs, chunk, count);
+          BOOST_TEST(count == 14);  // 16 next tokens less the two documents started inside row 0
+          (void)check_close(got, expected, kFp32Relative);
+        }
+      }
     }
   }
 }

@@ -44,7 +44,7 @@ class Gpt2Attention : public torch::nn::Module {
  public:
   explicit Gpt2Attention(const io::Gpt2Config& config);
   // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache = nullptr);
 
   std::shared_ptr<Gpt2Conv1D> c_attn;  // [D, 3D]: q, k, v side by side
   std::shared_ptr<Gpt2Conv1D> c_proj;
@@ -69,7 +69,7 @@ class Gpt2Mlp : public torch::nn::Module {
 class Gpt2Block : public TransformerLayer {
  public:
   explicit Gpt2Block(const io::Gpt2Config& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) override;
   at::Tensor forward_cached(const at::Tensor& hidden, LayerKvCache& cache);  // Note [KV cache]
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
@@ -107,8 +107,9 @@ class GPT2LMHeadModel : public CausalLM {
   LoraLinear lm_head{nullptr};  // null when tied (Note [Tied head]); LoRA may target it (Note [LM head])
 
  private:
-  // Token + position embeddings of input_ids at positions first_position ... (+ dropout when training).
-  at::Tensor embed(const at::Tensor& input_ids, int64_t first_position);
+  // Token + position embeddings of input_ids at positions first_position ..., or at position_ids [B, L] when
+  // defined (+ dropout when training).
+  at::Tensor embed(const at::Tensor& input_ids, int64_t first_position, const at::Tensor& position_ids = at::Tensor());
 
   io::Gpt2Config settings_;  // a copy of config().gpt2()
   ModelSpec spec_;

@@ -29,6 +29,9 @@ class RotaryEmbedding {
   // x [B, L, heads, head_dim] at positions first_position ... + L - 1 -> rotated x (transformers'
   // apply_rotary_pos_emb; first_position > 0 for tokens after a KV cache's, Note [KV cache]).
   [[nodiscard]] at::Tensor rotate(const at::Tensor& x, int64_t first_position = 0) const;
+  // The same at per-token positions int64 [B, L] (rows packed from documents restart at 0 in each, Note [Document
+  // boundaries] in src/data/examples.cpp), as transformers given position_ids; undefined: 0 ... L - 1.
+  [[nodiscard]] at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions) const;
   [[nodiscard]] const at::Tensor& inverse_frequencies() const { return inv_freq_; }  // float32 [head_dim / 2]
 
  private:
@@ -52,7 +55,7 @@ class LlamaAttention : public torch::nn::Module {
   LlamaAttention(const io::LlamaConfig& config, bool qkv_bias, bool o_bias,
                  std::shared_ptr<const RotaryEmbedding> rotary);
   // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache = nullptr);
 
   LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
@@ -76,7 +79,7 @@ class LlamaMlp : public torch::nn::Module {  // down(act(gate(x)) * up(x))
 class LlamaDecoderLayer : public TransformerLayer {
  public:
   LlamaDecoderLayer(const io::LlamaConfig& config, bool qwen2, std::shared_ptr<const RotaryEmbedding> rotary);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) override;
   at::Tensor forward_cached(const at::Tensor& hidden, LayerKvCache& cache);  // Note [KV cache]
 
   std::shared_ptr<LlamaAttention> self_attn;

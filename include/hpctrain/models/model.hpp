@@ -22,6 +22,9 @@ struct ModelInputs {
   at::Tensor input_ids;       // int64 [B, L] (text models)
   at::Tensor attention_mask;  // [B, L], 1 = token, 0 = padding (any dtype); absent = all tokens
   at::Tensor token_type_ids;  // int64 [B, L] (BERT); absent = zeros
+  // int64 [B, L], causal LMs: each token's position; 0 starts a document of a row packed from several (Note
+  // [Document boundaries] in src/data/examples.cpp), which attends to nothing before it. Absent = 0 ... L - 1.
+  at::Tensor position_ids;
   at::Tensor pixel_values;    // floating [B, C, H, W] (vision models)
   // Absent = no loss. int64 [B] for single-label classification, floating [B, num_labels] for
   // multi-label, floating [B] or [B, num_labels] for regression (see classification_loss); int64 [B, L] token
@@ -40,19 +43,51 @@ struct ModelOutput {
 [[nodiscard]] at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels,
                                              io::ProblemType problem_type);
 
-// One transformer block: a pure function of (hidden, key_mask) given its parameters (and, in training,
-// the dropout RNG), so a wrapper can recompute it for gradient checkpointing.
-// hidden: [B, L, D]; key_mask: [B, L], 1 = attend, 0 = padding, any dtype, or undefined (no padding).
+// Note [Layer context]
+// What a transformer layer reads besides the hidden states is one LayerContext, built once per forward from the
+// batch (LayerContext::of) and handed unchanged to every layer, to the layer runner (checkpointing, profiling,
+// parameter gathers) and to the attention. A new per-token input of the layers (positions, document boundaries
+// of packed rows) is a new field here: the models read it where they need it, and gradient checkpointing saves
+// and restores every field through tensors()/from_tensors(), so no runner or wrapper changes with it.
+struct LayerContext {
+  at::Tensor key_mask;   // [B, L], 1 = attend, 0 = padding, any dtype; undefined = no padding
+  at::Tensor positions;  // int64 [B, L]: ModelInputs::position_ids (RoPE reads them); undefined = 0 ... L - 1
+  // int64 [B, L]: the document of each token of a row packed from several, numbered from 1 (a new one where
+  // positions is 0; Note [Packed attention] in src/models/attention.cpp); undefined = one sequence per row.
+  at::Tensor documents;
+
+  // The context of a batch: its attention_mask as the key mask, its position_ids and the documents they mark.
+  [[nodiscard]] static LayerContext of(const ModelInputs& inputs) {
+    LayerContext context;
+    context.key_mask = inputs.attention_mask;
+    context.positions = inputs.position_ids;
+    if (inputs.position_ids.defined()) context.documents = inputs.position_ids.eq(0).cumsum(1);
+    return context;
+  }
+  // Every field, in a fixed order (undefined ones included), and the context back from such a list: what
+  // gradient checkpointing keeps for the recomputation (Note [Layer checkpointing]).
+  [[nodiscard]] std::vector<at::Tensor> tensors() const { return {key_mask, positions, documents}; }
+  [[nodiscard]] static LayerContext from_tensors(const std::vector<at::Tensor>& tensors) {
+    LayerContext context;
+    context.key_mask = tensors.at(0);
+    context.positions = tensors.at(1);
+    context.documents = tensors.at(2);
+    return context;
+  }
+};
+
+// One transformer block: a pure function of (hidden, context) given its parameters (and, in training,
+// the dropout RNG), so a wrapper can recompute it for gradient checkpointing. hidden: [B, L, D].
 class TransformerLayer : public torch::nn::Module {
  public:
   using torch::nn::Module::Module;
-  virtual at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) = 0;
+  virtual at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) = 0;
 };
 
-// Runs one layer; the default calls layer.forward(hidden, key_mask). A checkpointing or profiling
-// wrapper replaces it (SequenceClassifier::set_layer_runner).
-using LayerRunner = std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden,
-                                             const at::Tensor& key_mask)>;
+// Runs one layer; the default calls layer.forward(hidden, context). A checkpointing or profiling
+// wrapper replaces it (Model::set_layer_runner).
+using LayerRunner =
+    std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context)>;
 
 // What every model says about itself for loading and saving (Note [Base checkpoints]).
 struct ModelSpec {
@@ -92,8 +127,8 @@ class Model : public torch::nn::Module {
   [[nodiscard]] const io::HfConfig& config() const { return config_; }
 
  protected:
-  at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
-    return layer_runner_ ? layer_runner_(layer, hidden, key_mask) : layer.forward(hidden, key_mask);
+  at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
+    return layer_runner_ ? layer_runner_(layer, hidden, context) : layer.forward(hidden, context);
   }
 
  private:
