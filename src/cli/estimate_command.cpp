@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
     "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] "
-    "[--lora-r R [--lora-target-modules a,b|all-linear] [--quantize-base nf4|fp4 ...]] [--json] "
+    "[--lora-r R [--lora-target-modules a,b|all-linear] [--quantize-base nf4|fp4 ...]] [--loss-chunk-tokens N] [--json] "
     "[--measure]";
 
 struct EstimateArgs {
@@ -88,6 +88,7 @@ int estimate_memory_command(const Args& args, dist::Comm& comm) {
   QuantizeBaseFlags quantize;
   po::options_description all(kEstimateUsage);
   all.add(estimate_options(a, options)).add(quantize_base_group(quantize)).add(optimizer_group(options.optimizer));
+  all.add(loss_group(options.loss_chunk_tokens));
   po::variables_map values;
   if (!parse_options(args, kEstimateUsage, all, values)) return 0;
   options.quantize = quantize_base_options(quantize);

@@ -20,6 +20,7 @@
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/qlora.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/compatibility.hpp"
 #include "hpctrain/train/device.hpp"
@@ -42,6 +43,7 @@ struct ModelDataOptions {
   int threads = 0;
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
   QuantizeBaseFlags quantize;  // QLoRA: the base's frozen layers in 4-bit form (needs --adapter)
+  int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens;  // Note [Chunked loss]
   bool progress = true;  // rank 0's: not agreed (Note [Agreed options])
 };
 
@@ -63,6 +65,7 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
        "no progress bar or progress lines on stderr (shown as train shows them: a bar on a terminal, else a line "
        "at every tenth of a split of 10 batches or more)");
   options.add(quantize_base_group(values.quantize));
+  options.add(loss_group(values.loss_chunk_tokens));
 }
 
 // --quantize-base's options (Note [Quantized base]); it needs an adapter: a 4-bit base alone is not what was trained.
@@ -80,7 +83,7 @@ std::string quant4_text(const std::optional<models::Quant4Options>& q) {
 // Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads
 // may differ per node; --output and --json are rank 0's.
 train::RunDescription describe(const ModelDataOptions& o, const data::DatasetReader& dataset) {
-  static_assert(core::field_count<ModelDataOptions>() == 11, "ModelDataOptions changed: describe the new member here");
+  static_assert(core::field_count<ModelDataOptions>() == 12, "ModelDataOptions changed: describe the new member here");
   // --no-progress is rank 0's (the others show nothing): not compared.
   train::RunDescription description = {{"--model", train::path_identity(o.model)},
                                        {"--adapter", o.adapter.empty() ? "" : train::path_identity(o.adapter)},
@@ -89,7 +92,8 @@ train::RunDescription describe(const ModelDataOptions& o, const data::DatasetRea
                                        {"--cache-mb", std::to_string(o.cache_mb)},
                                        {"--device", o.device},
                                        {"--collective-timeout", fmt::format("{}", o.collective_timeout)},
-                                       {"--quantize-base", quant4_text(quant4_options(o))}};
+                                       {"--quantize-base", quant4_text(quant4_options(o))},
+                                       {"--loss-chunk-tokens", std::to_string(o.loss_chunk_tokens)}};
   train::add_dataset_identity(description, "--data", dataset);
   return description;
 }
@@ -102,7 +106,7 @@ void agree_on_options(const ModelDataOptions& options, dist::Comm& comm, const c
   train::RunDescription mine;
   dist::run_collectively(comm, "describing the run for the ranks' agreement", [&] {
     const data::DatasetReader dataset(options.data);
-    (void)train::make_objective(dataset);  // a task without an objective fails before the model loads
+    (void)train::make_objective(dataset, options.loss_chunk_tokens);  // a task without one fails before the model loads
     mine = describe(options, dataset);
   });
   train::agree_across_ranks(comm, mine, fmt::format("the options of `hpctrain {}` and its dataset", command));
@@ -202,7 +206,8 @@ int eval_command(const Args& args, dist::Comm& comm) {
   }
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
-  const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: the task's report
+  // Note [Objectives]: the task's report.
+  const auto objective = train::make_objective(loaded.loader->reader(), options.loss_chunk_tokens);
   const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
   train::SplitProgress progress("eval", loaded.loader->batches_per_epoch(), comm.is_main_process(), options.progress);
   loaded.loader->set_batch_observer([&progress](int64_t done) { progress.update(done); });
@@ -237,7 +242,8 @@ int predict_command(const Args& args, dist::Comm& comm) {
     output = io::check_output_file(output, inputs, overwrite).string();
   });
   Loaded loaded = load_model_and_data(options, comm);
-  const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: what predict writes
+  // Note [Objectives]: what predict writes.
+  const auto objective = train::make_objective(loaded.loader->reader(), options.loss_chunk_tokens);
   train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
   context.logits = logits;
   train::SplitProgress progress("predict", loaded.loader->batches_per_epoch(), comm.is_main_process(), options.progress);

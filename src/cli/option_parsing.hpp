@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 
 #include <optional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ po::options_description quantize_base_group(QuantizeBaseFlags& flags);
 // is not a power of two, both --double-quant and --no-double-quant, or one of them (or --quant-blocksize) without
 // --quantize-base.
 [[nodiscard]] std::optional<models::Quant4Options> quantize_base_options(const QuantizeBaseFlags& flags);
+// The "Loss" flag (--loss-chunk-tokens, Note [Chunked loss] in models/loss.hpp), declared once for train, eval,
+// predict and estimate-memory (defined in train_command.cpp).
+po::options_description loss_group(int64_t& chunk_tokens);
 
 // Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
 // same keys (key = value lines). Returns false when help was printed (the caller returns 0).

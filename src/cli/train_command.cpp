@@ -122,6 +122,15 @@ po::options_description optimizer_group(optim::OptimizerOptions& o) {
   return g;
 }
 
+po::options_description loss_group(int64_t& chunk_tokens) {
+  po::options_description g("Loss");
+  g.add_options()
+      ("loss-chunk-tokens", po::value(&chunk_tokens)->default_value(chunk_tokens),
+       "causal LMs: tokens per chunk of the head and its cross-entropy, so that the [tokens x vocabulary] logits "
+       "never exist whole (0: unchunked, every predicted token's logits at once); the same loss either way");
+  return g;
+}
+
 namespace {
 
 po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
@@ -216,7 +225,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   po::options_description all;
   all.add(data_group(options, texts)).add(model_group(options, texts)).add(quantize_base_group(quantize));
   all.add(optimization_group(options, texts));
-  all.add(optimizer_group(options.optimizer));
+  all.add(optimizer_group(options.optimizer)).add(loss_group(options.loss_chunk_tokens));
   all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace, timeline));
   po::variables_map values;
   if (!parse_options(args, kUsage, all, values)) return 0;

@@ -5,10 +5,20 @@
 #include "models/decoder.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 namespace hpctrain::models {
 
 namespace {
+
+void check_labels(const at::Tensor& labels, at::IntArrayRef input_shape) {
+  HPCTRAIN_CHECK(labels.dim() == 2 && labels.sizes() == input_shape,
+                 "causal LM loss: labels must be [batch, sequence] = {} (the input_ids' shape), got {}",
+                 c10::str(input_shape), c10::str(labels.sizes()));
+  HPCTRAIN_CHECK(labels.scalar_type() == at::kLong, "causal LM loss: labels must be int64 token ids, got {}",
+                 std::string(c10::toString(labels.scalar_type())));
+}
+
 }  // namespace
 
 at::Tensor shift_labels(const at::Tensor& labels) {
@@ -18,30 +28,37 @@ at::Tensor shift_labels(const at::Tensor& labels) {
 TokenLossSum causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labels) {
   HPCTRAIN_CHECK(logits.dim() == 3, "causal LM loss: logits must be [batch, sequence, vocab], got {}",
                  c10::str(logits.sizes()));
-  HPCTRAIN_CHECK(labels.dim() == 2 && labels.size(0) == logits.size(0) && labels.size(1) == logits.size(1),
-                 "causal LM loss: labels must be [batch, sequence] = [{}, {}] (the input_ids' shape), got {}",
-                 logits.size(0), logits.size(1), c10::str(labels.sizes()));
-  HPCTRAIN_CHECK(labels.scalar_type() == at::kLong, "causal LM loss: labels must be int64 token ids, got {}",
-                 std::string(c10::toString(labels.scalar_type())));
-  const int64_t vocab = logits.size(2);
+  check_labels(labels, logits.sizes().slice(0, 2));
   // Position t predicts token t + 1; the last position predicts nothing. The labels are shifted, not the
   // logits (as transformers' ForCausalLMLoss does): slicing [B, L, V] would copy it, and its gradient.
-  const at::Tensor flat_logits = logits.to(at::kFloat).reshape({-1, vocab});
   const at::Tensor shifted_labels = shift_labels(labels).reshape({-1});
   TokenLossSum out;
-  out.sum = at::cross_entropy_loss(flat_logits, shifted_labels, {}, at::Reduction::Sum, kIgnoreIndex);
+  out.sum = cross_entropy(logits.reshape({-1, logits.size(2)}), shifted_labels, at::Reduction::Sum);
   out.count = shifted_labels.ne(kIgnoreIndex).sum();
   return out;
 }
 
-ModelOutput CausalLM::output_of(at::Tensor logits, const ModelInputs& inputs) {
+ModelOutput CausalLM::forward(const ModelInputs& inputs) {
   ModelOutput out;
+  out.logits = head().logits(hidden_states(inputs));
   if (inputs.labels.defined()) {
-    const TokenLossSum loss = causal_lm_loss_sum(logits, inputs.labels);
+    const TokenLossSum loss = causal_lm_loss_sum(out.logits, inputs.labels);
     out.loss = loss.sum / loss.count.to(at::kFloat);
   }
-  out.logits = std::move(logits);
   return out;
+}
+
+TokenLossSum CausalLM::next_token_loss(const ModelInputs& inputs, int64_t chunk_tokens) {
+  HPCTRAIN_CHECK(inputs.labels.defined(), "{}: next_token_loss needs labels", spec().architecture);
+  check_labels(inputs.labels, inputs.input_ids.sizes());
+  return linear_cross_entropy(hidden_states(inputs), head(), shift_labels(inputs.labels), chunk_tokens);
+}
+
+at::Tensor CausalLM::next_token_losses(const ModelInputs& inputs, int64_t chunk_tokens) {
+  HPCTRAIN_CHECK(inputs.labels.defined(), "{}: next_token_losses needs labels", spec().architecture);
+  check_labels(inputs.labels, inputs.input_ids.sizes());
+  at::NoGradGuard no_grad;
+  return linear_cross_entropy_per_target(hidden_states(inputs), head(), shift_labels(inputs.labels), chunk_tokens);
 }
 
 }  // namespace hpctrain::models
@@ -89,10 +106,16 @@ void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size
                  cache.num_layers(), layers);
 }
 
-at::Tensor head_logits(const at::Tensor& hidden, const torch::nn::Linear& lm_head,
-                       const torch::nn::Embedding& embedding) {
-  if (!lm_head.is_empty()) return lm_head.ptr()->forward(hidden);
-  return at::linear(hidden, embedding->weight);
+LmHead lm_head(const LoraLinear& lm_head, const torch::nn::Embedding& embedding, bool training) {
+  LmHead head;
+  head.training = training;
+  if (lm_head.is_empty()) {
+    head.weight = embedding->weight;  // Note [Tied head]
+    return head;
+  }
+  head.weight = lm_head->weight;
+  if (lm_head->has_lora()) head.adapter = lm_head.get();
+  return head;
 }
 
 }  // namespace hpctrain::models::detail

@@ -2,11 +2,12 @@
 #pragma once
 
 #include "hpctrain/models/kv_cache.hpp"
+#include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/model.hpp"
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/modules/embedding.h>
-#include <torch/nn/modules/linear.h>
 
 #include <string>
 #include <vector>
@@ -25,8 +26,8 @@ void check_causal_inputs(const ModelInputs& inputs, const char* model);
 // Error naming `model` unless input_ids is int64 [B, L] with L >= 1 and `cache` is for `layers` layers.
 void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size_t layers, const char* model);
 
-// lm_head(hidden), or hidden @ embedding^T when the head is tied (lm_head null, Note [Tied head]).
-[[nodiscard]] at::Tensor head_logits(const at::Tensor& hidden, const torch::nn::Linear& lm_head,
-                                     const torch::nn::Embedding& embedding);
+// Note [LM head]: lm_head's weight and adapter, or the input embedding's weight when the head is tied (lm_head
+// null, Note [Tied head]); `training` turns the adapter's dropout on.
+[[nodiscard]] LmHead lm_head(const LoraLinear& lm_head, const torch::nn::Embedding& embedding, bool training);
 
 }  // namespace hpctrain::models::detail

@@ -102,7 +102,7 @@ GPT2LMHeadModel::GPT2LMHeadModel(io::HfConfig config)
   transformer = register_module("transformer", std::make_shared<Gpt2Model>(settings_));
   if (!settings_.tie_word_embeddings) {
     lm_head = register_module(
-        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(settings_.n_embd, settings_.vocab_size).bias(false)));
+        "lm_head", LoraLinear(torch::nn::LinearOptions(settings_.n_embd, settings_.vocab_size).bias(false)));
   }
   init_weights();
 }
@@ -125,19 +125,21 @@ void GPT2LMHeadModel::init_weights() {
   }
 }
 
-ModelOutput GPT2LMHeadModel::forward(const ModelInputs& inputs) {
+at::Tensor GPT2LMHeadModel::hidden_states(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, "GPT-2");
   at::Tensor hidden = embed(inputs.input_ids, 0, inputs.position_ids);
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, context);
-  return output_of(logits_of(hidden), inputs);
+  return detail::norm_in_fp32(transformer->ln_f, hidden);
 }
+
+LmHead GPT2LMHeadModel::head() { return detail::lm_head(lm_head, transformer->wte, is_training()); }
 
 at::Tensor GPT2LMHeadModel::forward_cached(const at::Tensor& input_ids, KvCache& cache) {
   detail::check_cached_inputs(input_ids, cache, transformer->h.size(), "GPT-2");
   at::Tensor hidden = embed(input_ids, cache.length());
   for (size_t i = 0; i < transformer->h.size(); ++i) hidden = transformer->h[i]->forward_cached(hidden, cache.layer(i));
-  return logits_of(hidden);
+  return head().logits(detail::norm_in_fp32(transformer->ln_f, hidden));
 }
 
 at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_position, const at::Tensor& position_ids) {
@@ -150,10 +152,6 @@ at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_pos
       position_ids.defined() ? position_ids : at::arange(first_position, end, input_ids.options()).unsqueeze(0);
   const at::Tensor hidden = transformer->wte->forward(input_ids) + transformer->wpe->forward(positions);
   return detail::seeded_dropout(hidden, settings_.embd_pdrop, is_training());
-}
-
-at::Tensor GPT2LMHeadModel::logits_of(const at::Tensor& hidden) {
-  return detail::head_logits(detail::norm_in_fp32(transformer->ln_f, hidden), lm_head, transformer->wte);
 }
 
 const ModelSpec& GPT2LMHeadModel::spec() const { return spec_; }

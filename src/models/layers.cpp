@@ -3,6 +3,7 @@
 
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/model.hpp"
 
 #include <ATen/ATen.h>
@@ -44,7 +45,7 @@ at::Tensor classification_loss(const at::Tensor& bare_logits, const at::Tensor& 
       HPCTRAIN_CHECK(is_integral(labels),
                      "single_label_classification needs integer class labels [B], got {} labels",
                      std::string(c10::toString(labels.scalar_type())));
-      return at::cross_entropy_loss(logits.view({-1, num_labels}), labels.view({-1}));
+      return cross_entropy(logits.view({-1, num_labels}), labels.view({-1}), at::Reduction::Mean);
     case ProblemType::multi_label_classification:
       HPCTRAIN_CHECK(labels.sizes() == logits.sizes(),
                      "multi_label_classification needs labels shaped like the logits [B, {}], got {}",

@@ -182,7 +182,7 @@ LlamaForCausalLM::LlamaForCausalLM(io::HfConfig config)
   model = register_module("model", std::make_shared<LlamaModel>(settings_, is_qwen2(this->config())));
   if (!settings_.tie_word_embeddings) {
     lm_head = register_module(
-        "lm_head", torch::nn::Linear(torch::nn::LinearOptions(settings_.hidden_size, settings_.vocab_size).bias(false)));
+        "lm_head", LoraLinear(torch::nn::LinearOptions(settings_.hidden_size, settings_.vocab_size).bias(false)));
   }
   init_weights();
 }
@@ -197,20 +197,21 @@ void LlamaForCausalLM::init_weights() {
   model->norm->weight.fill_(1.0);
 }
 
-ModelOutput LlamaForCausalLM::forward(const ModelInputs& inputs) {
+at::Tensor LlamaForCausalLM::hidden_states(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, spec_.architecture.c_str());
   at::Tensor hidden = model->embed_tokens->forward(inputs.input_ids);
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, context);
-  hidden = model->norm->forward(hidden);
-  return output_of(detail::head_logits(hidden, lm_head, model->embed_tokens), inputs);
+  return model->norm->forward(hidden);
 }
+
+LmHead LlamaForCausalLM::head() { return detail::lm_head(lm_head, model->embed_tokens, is_training()); }
 
 at::Tensor LlamaForCausalLM::forward_cached(const at::Tensor& input_ids, KvCache& cache) {
   detail::check_cached_inputs(input_ids, cache, model->layers.size(), spec_.architecture.c_str());
   at::Tensor hidden = model->embed_tokens->forward(input_ids);
   for (size_t i = 0; i < model->layers.size(); ++i) hidden = model->layers[i]->forward_cached(hidden, cache.layer(i));
-  return detail::head_logits(model->norm->forward(hidden), lm_head, model->embed_tokens);
+  return head().logits(model->norm->forward(hidden));
 }
 
 const ModelSpec& LlamaForCausalLM::spec() const { return spec_; }

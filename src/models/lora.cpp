@@ -57,6 +57,12 @@ std::vector<std::pair<std::string, LoraTarget*>> lora_layers(Model& model) {
   return out;
 }
 
+// PEFT's all-linear leaves out a generation model's output layer (get_output_embeddings()): a causal LM's lm_head,
+// which an explicit --lora-target-modules lm_head still adapts (Note [LM head]).
+bool is_output_layer(const Model& model, const std::string& name) {
+  return name == "lm_head" && dynamic_cast<const CausalLM*>(&model) != nullptr;
+}
+
 // The layers config.target_modules names; "all-linear" is resolved into their full names (as peft saves it).
 std::vector<std::pair<std::string, LoraTarget*>> resolve_targets(Model& model, LoraConfig& config) {
   const auto layers = lora_layers(model);
@@ -65,7 +71,8 @@ std::vector<std::pair<std::string, LoraTarget*>> resolve_targets(Model& model, L
     const std::vector<std::string> heads = default_modules_to_save(config.task_type);
     config.target_modules.clear();
     for (const auto& [name, layer] : layers) {
-      if (is_module_to_save(name, config.modules_to_save) || is_module_to_save(name, heads)) continue;
+      if (is_module_to_save(name, config.modules_to_save) || is_module_to_save(name, heads) || is_output_layer(model, name))
+        continue;
       chosen.emplace_back(name, layer);
       config.target_modules.push_back(name);
     }
@@ -288,6 +295,12 @@ at::Tensor LoraTarget::with_lora(const at::Tensor& base_output, const at::Tensor
   if (!has_lora()) return base_output;
   const at::Tensor dropped = detail::seeded_dropout(x, lora_.dropout, training);
   return base_output + at::linear(at::linear(dropped, lora_.lora_A->weight), lora_.lora_B->weight) * lora_.scaling;
+}
+
+LoraTarget::LowRank LoraTarget::lora_factors(const at::Tensor& x, bool training) const {
+  if (!has_lora()) return {};
+  return {at::linear(detail::seeded_dropout(x, lora_.dropout, training), lora_.lora_A->weight),
+          lora_.lora_B->weight * lora_.scaling};
 }
 
 at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {

@@ -8,11 +8,13 @@
 // (attention_mask 0). Labels are the input ids with -100 on padding, on rows not trained on and on the first
 // token of every document of a row packed from several (position_ids 0, Note [Document boundaries] in
 // src/data/examples.cpp: it is not predicted from the previous document's last token, as transformers'
-// DataCollatorWithFlattening labels it), and the model shifts them (models::causal_lm_loss_sum, transformers'
+// DataCollatorWithFlattening labels it), and the model shifts them (CausalLM::next_token_loss, transformers'
 // shift): a row of n tokens in d documents predicts n - d. So count() — the labels other than -100 after each
-// row's first — is computed from the same labels on the host and equals the count causal_lm_loss_sum finds on the
-// device. Rows without padding go to the model without a mask, so that the attention can take its unmasked path
-// (SDPA's flash kernel on CUDA); rows packed from documents bring their position_ids (Note [Packed attention]).
+// row's first — is computed from the same labels on the host and equals the count the loss finds. The labels
+// stay on the host: the loss finds the predicted positions there, without a device sync, and drops the others
+// before the head (Note [Chunked loss] in models/loss.hpp). Rows without padding go to the model without a mask,
+// so that the attention can take its unmasked path (SDPA's flash kernel on CUDA); rows packed from documents
+// bring their position_ids (Note [Packed attention]).
 // With a loss mask (prep sft, Note [Loss mask] in data/examples.hpp) a token is a label only where the mask is 1
 // as well, as TRL's SFTTrainer sets labels to -100 where assistant_masks / completion_mask is 0; the two rules
 // compose (a packed SFT row: a token is a label inside the mask and not at a document's first token).
@@ -62,12 +64,20 @@ models::ModelInputs lm_inputs(const loader::Batch& batch, const at::Device& devi
   return inputs;
 }
 
-// The forward's logits [B, L, V] (inside the autocast region when one is given).
-at::Tensor lm_logits(models::CausalLM& model, const loader::Batch& batch, const at::Device& device,
-                     std::optional<c10::ScalarType> autocast) {
+// The next-token loss at each position, float32 [B, L] (0 where nothing is predicted), without the [B, L, V]
+// logits (Note [Chunked loss]), the forward inside the autocast region when one is given; and the labels it used.
+struct PositionLosses {
+  at::Tensor loss;    // float32 [B, L] on the device
+  at::Tensor labels;  // int64 [B, L] on the host, not shifted
+};
+
+PositionLosses position_losses(models::CausalLM& model, const loader::Batch& batch, const at::Tensor& keep,
+                               const EvalContext& context, int64_t chunk_tokens) {
+  models::ModelInputs inputs = lm_inputs(batch, context.device);
+  inputs.labels = token_labels(batch, keep);
   std::optional<compat::AutocastScope> region;
-  if (autocast) region.emplace(device.type(), true, *autocast);
-  return model.forward(lm_inputs(batch, device)).logits;
+  if (context.autocast) region.emplace(context.device.type(), true, *context.autocast);
+  return {model.next_token_losses(inputs, chunk_tokens), inputs.labels};
 }
 
 // Per row: the next-token loss summed over its predicted tokens (float64, CPU) and their number.
@@ -76,20 +86,19 @@ struct RowLosses {
   at::Tensor count;  // int64 [B]
 };
 
-RowLosses row_losses(const at::Tensor& logits, const at::Tensor& labels) {
-  const int64_t rows = logits.size(0), length = logits.size(1), vocab = logits.size(2);
-  const at::Tensor shifted = models::shift_labels(labels).to(logits.device());  // position t predicts token t + 1
-  const at::Tensor per_token = at::cross_entropy_loss(logits.to(at::kFloat).reshape({-1, vocab}), shifted.reshape(-1),
-                                                      {}, at::Reduction::None, models::kIgnoreIndex);
+RowLosses row_losses(models::CausalLM& model, const loader::Batch& batch, const at::Tensor& keep,
+                     const EvalContext& context, int64_t chunk_tokens) {
+  const PositionLosses losses = position_losses(model, batch, keep, context, chunk_tokens);
   RowLosses out;
-  out.sum = per_token.view({rows, length}).to(at::kDouble).sum(1).cpu();
-  out.count = shifted.ne(models::kIgnoreIndex).sum(1).cpu();
+  out.sum = losses.loss.to(at::kDouble).sum(1).cpu();
+  out.count = models::shift_labels(losses.labels).ne(models::kIgnoreIndex).sum(1);
   return out;
 }
 
 // Collective: every kept row of one epoch of `loader` as [index, loss sum, tokens], gathered on rank 0 in
 // the split's stored order (empty elsewhere). Rows whose loss is NaN/Inf are agreed on as evaluate() does.
-std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoader& loader, const EvalContext& context) {
+std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoader& loader, const EvalContext& context,
+                                      int64_t chunk_tokens) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   std::vector<double> rows;
@@ -97,7 +106,7 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     const at::Tensor keep = batch->is_padding.logical_not();
-    const RowLosses losses = row_losses(lm_logits(model, *batch, context.device, context.autocast), token_labels(*batch, keep));
+    const RowLosses losses = row_losses(model, *batch, keep, context, chunk_tokens);
     const auto sum = losses.sum.accessor<double, 1>();
     const auto count = losses.count.accessor<int64_t, 1>();
     const auto index = batch->example_index.accessor<int64_t, 1>();
@@ -121,21 +130,20 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
   return all;
 }
 
-// Collective, for `predict --logits`: each kept row's log-probability of every predicted token (log_softmax of the
-// logits at position t, at token t + 1; float64), gathered on rank 0 by example index (empty elsewhere). An output,
-// not a loss: the sum of a row's values is minus its loss_sum.
+// Collective, for `predict --logits`: each kept row's log-probability of every predicted token (position t's
+// log_softmax at token t + 1: minus its loss, from the same loss module, Note [Chunked loss]), gathered on rank 0
+// by example index (empty elsewhere). The sum of a row's values is minus its loss_sum.
 std::map<int64_t, std::vector<double>> gather_token_logprobs(models::CausalLM& model, loader::ShardLoader& loader,
-                                                              const EvalContext& context) {
+                                                              const EvalContext& context, int64_t chunk_tokens) {
   EvalModeScope eval_mode(model);
   at::NoGradGuard no_grad;
   std::vector<double> flat;  // per row: index, count, the count log-probabilities
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     const at::Tensor keep = batch->is_padding.logical_not();
-    const at::Tensor logits = lm_logits(model, *batch, context.device, context.autocast).to(at::kDouble);
-    const at::Tensor next = models::shift_labels(token_labels(*batch, keep)).to(logits.device());
-    const at::Tensor chosen = at::log_softmax(logits, -1).gather(2, next.clamp_min(0).unsqueeze(2)).squeeze(2).cpu();
-    const at::Tensor predicted = next.ne(models::kIgnoreIndex).cpu();
+    const PositionLosses losses = position_losses(model, *batch, keep, context, chunk_tokens);
+    const at::Tensor chosen = losses.loss.neg().to(at::kDouble).cpu();
+    const at::Tensor predicted = models::shift_labels(losses.labels).ne(models::kIgnoreIndex);
     for (int64_t row = 0; row < batch->size(); ++row) {
       if (!keep[row].item<bool>()) continue;
       const at::Tensor values = chosen[row].index({predicted[row]}).contiguous();
@@ -157,6 +165,8 @@ std::map<int64_t, std::vector<double>> gather_token_logprobs(models::CausalLM& m
 
 class CausalLanguageModelling final : public Objective {
  public:
+  explicit CausalLanguageModelling(int64_t loss_chunk_tokens) : chunk_tokens_(loss_chunk_tokens) {}
+
   double count(const loader::Batch& batch, const at::Tensor& keep) const override {
     // Note [Causal-LM labels]: position t predicts label t + 1, so column 0's label is never a target.
     const at::Tensor targets = token_labels(batch, keep).slice(1, 1);
@@ -167,18 +177,18 @@ class CausalLanguageModelling final : public Objective {
                       const Accelerator& acc) override {
     models::CausalLM& lm = causal_lm(model);
     models::ModelInputs inputs = lm_inputs(batch, acc.device());
-    at::Tensor logits;
+    inputs.labels = token_labels(batch, keep);  // on the host (Note [Causal-LM labels])
+    models::TokenLossSum loss;
     {
-      const AutocastRegion region = acc.autocast();  // --mixed-precision: the forward's matrix products
-      logits = lm.forward(inputs).logits;
+      // --mixed-precision: the forward's and the head's matrix products; the loss's log-sum-exp in fp32.
+      const AutocastRegion region = acc.autocast();
+      loss = lm.next_token_loss(inputs, chunk_tokens_);
     }
-    // The loss in fp32 (causal_lm_loss_sum), outside the autocast region.
-    const models::TokenLossSum loss = models::causal_lm_loss_sum(logits, token_labels(batch, keep).to(acc.device()));
     return MicroBatchLoss{loss.sum, count(batch, keep)};
   }
 
   Evaluation evaluate(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
-    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context);
+    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context, chunk_tokens_);
     double totals[3] = {0, 0, 0};  // loss sum, tokens, examples: summed on rank 0, then broadcast
     for (std::size_t at = 0; at < rows.size(); at += 3) totals[0] += rows[at + 1], totals[1] += rows[at + 2], ++totals[2];
     context.comm.broadcast(totals, sizeof totals, 0);
@@ -196,8 +206,8 @@ class CausalLanguageModelling final : public Objective {
   }
 
   std::string predictions(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
-    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context);
-    const auto logprobs = context.logits ? gather_token_logprobs(causal_lm(model), loader, context)
+    const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context, chunk_tokens_);
+    const auto logprobs = context.logits ? gather_token_logprobs(causal_lm(model), loader, context, chunk_tokens_)
                                          : std::map<int64_t, std::vector<double>>{};
     if (!context.comm.is_main_process()) return "";
     const int64_t n = loader.num_examples();
@@ -223,10 +233,16 @@ class CausalLanguageModelling final : public Objective {
                        e.metrics.score("perplexity").value_or(0), e.metrics.loss,
                        e.report.value("tokens", int64_t{0}), e.metrics.examples);
   }
+
+ private:
+  int64_t chunk_tokens_;  // --loss-chunk-tokens (Note [Chunked loss])
 };
 
 }  // namespace
 
-std::unique_ptr<Objective> make_causal_lm_objective() { return std::make_unique<CausalLanguageModelling>(); }
+std::unique_ptr<Objective> make_causal_lm_objective(int64_t loss_chunk_tokens) {
+  models::check_loss_chunk_tokens(loss_chunk_tokens);
+  return std::make_unique<CausalLanguageModelling>(loss_chunk_tokens);
+}
 
 }  // namespace hpctrain::train

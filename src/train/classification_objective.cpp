@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/train/objective.hpp"
 
 namespace hpctrain::train {
@@ -70,7 +71,7 @@ class Classification final : public Objective {
       logits = model.forward(inputs).logits;
     }
     // The loss in fp32, outside the autocast region.
-    const at::Tensor per_example = at::cross_entropy_loss(logits.to(at::kFloat), labels, {}, at::Reduction::None);
+    const at::Tensor per_example = models::cross_entropy(logits, labels, at::Reduction::None);
     MicroBatchLoss out;
     out.sum = at::where(keep.to(acc.device()), per_example, at::zeros_like(per_example)).sum();
     out.count = count(batch, keep);

@@ -20,29 +20,43 @@ namespace hpctrain::train::detail {
 //   context (T x Dq); o_proj keeps the merged heads (T x Dq). SwiGLU keeps gate (for SiLU), SiLU(gate) and up
 //   (for the product), and the product (for down_proj): 4 T x F.
 // - The head: the final norm's input and its output (a copy per precision as above), the token ids (int64);
-//   under autocast, bf16 copies of every matrix weight (the tied embedding as the head's) live until their
-//   backward. Then the loss (models::causal_lm_loss_sum, which shifts the labels, not the logits): logits
-//   [B, L, V] in the forward's dtype, under autocast their fp32 copy (in fp32 none: the logits are used as they
-//   are), and log_softmax's output (kept for backward), all alive at once in forward; in backward the kept
-//   log-probabilities, nll_loss's gradient and log_softmax's gradient (3 x 4 bytes x B L V). At
-//   small D and large V these dominate the step: they are counted beside (not on top of) the layers' backward
-//   temporaries, which come after the loss's tensors are freed.
+//   under autocast, bf16 copies of the layers' matrix weights live until their backward.
+// - The loss (Note [Chunked loss] in models/loss.hpp), over the n = B (L - 1) predicted tokens of packed rows
+//   (the last position of each row predicts nothing): the final hidden states and the selected ones ((B L + n) x D
+//   fp32), and
+//   * chunked (--loss-chunk-tokens c > 0), during its forward: a chunk's logits (c x V in the products' dtype;
+//     under autocast their fp32 copy too), the float32 gradient of the head's weight (V x D; under autocast also
+//     the weight's bf16 copy), and the hidden states' gradient (n x D). No [n, V] tensor, so at large V the
+//     head's weight and its gradient dominate the term;
+//   * unchunked (0): the kept tokens' logits [n, V] in the forward's dtype, under autocast their fp32 copy and the
+//     head weight's bf16 copy (kept by the product for backward), and log_softmax's output (kept for backward),
+//     all alive at once in forward; in backward the kept log-probabilities, nll_loss's gradient and log_softmax's
+//     gradient (3 x 4 bytes x n V). At small D and large V these dominate the step.
+//   Either way the term is counted beside (not on top of) the layers' backward temporaries, which come after
+//   the loss's tensors are freed.
+// - The end of backward: the input embedding's dense gradient (V x D fp32) before it reaches the reducer's
+//   bucket; with a tied head also the head's gradient, which autograd holds from the start of backward until the
+//   embedding's arrives, and their sum (3 x V x D fp32). The layers' tensors are gone by then, so this is a peak
+//   of its own (at small width and with checkpointing, the step's).
 // Gradient checkpointing keeps each layer's input (fp32: the residual stream) and recomputes one layer at a time
 // in backward, after the loss's tensors are gone.
 namespace {
 
 struct DecoderShape {
   bool llama = false;  // RMSNorm, rotary, SwiGLU (llama, qwen2); else GPT-2's LayerNorm block
+  bool tied = false;   // the head is the input embedding (Note [Tied head])
   int64_t layers = 0, width = 0, ffn_width = 0, query_width = 0, kv_width = 0, vocab = 0, max_positions = 0;
 };
 
 DecoderShape decoder_shape(const io::HfConfig& config) {
   if (config.model_type() == "gpt2") {
     const io::Gpt2Config& c = config.gpt2();
-    return {false, c.n_layer, c.n_embd, c.inner_size(), c.n_embd, c.n_embd, c.vocab_size, c.n_positions};
+    return {false, c.tie_word_embeddings, c.n_layer, c.n_embd, c.inner_size(), c.n_embd, c.n_embd, c.vocab_size,
+            c.n_positions};
   }
   const io::LlamaConfig& c = config.llama_family();
   return {true,
+          c.tie_word_embeddings,
           c.num_hidden_layers,
           c.hidden_size,
           c.intermediate_size,
@@ -60,27 +74,35 @@ int64_t llama_layer_bytes(const DecoderShape& s, int64_t tokens, int64_t a) {
   return norm_inputs_and_normalized + norm_outputs + attention + swiglu;
 }
 
-// Parameters of the matrix products (autocast's bf16 weight copies): the layers' projections and the head.
-int64_t matrix_weights(const DecoderShape& s) {
+// Parameters of the layers' matrix products (autocast's bf16 weight copies).
+int64_t layer_matrix_weights(const DecoderShape& s) {
   const int64_t attention = s.width * (2 * s.query_width + 2 * s.kv_width);
   const int64_t mlp = (s.llama ? 3 : 2) * s.width * s.ffn_width;
-  return s.layers * (attention + mlp) + s.vocab * s.width;
+  return s.layers * (attention + mlp);
 }
 
 int64_t head_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_t a) {
   const int64_t tokens = o.batch_size * o.sequence_length;
   const int64_t final_norm = tokens * s.width * (s.llama ? 2 * 4 : 4) + tokens * (s.llama ? 4 : 8);
-  const int64_t head_input = tokens * s.width * a;
-  const int64_t weight_copies = a == 4 ? 0 : 2 * matrix_weights(s);
-  return tokens * 8 + final_norm + head_input + weight_copies;
+  const int64_t weight_copies = a == 4 ? 0 : 2 * layer_matrix_weights(s);
+  return tokens * 8 + final_norm + weight_copies;
 }
 
-int64_t logits_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_t a) {
-  const int64_t logits = o.batch_size * o.sequence_length * s.vocab;
-  const int64_t fp32_copy = a == 4 ? 0 : logits * 4;
-  const int64_t forward = logits * a + fp32_copy + logits * 4;  // logits, (their fp32 copy), log-probabilities
-  const int64_t backward = 3 * logits * 4;                      // log-probabilities and two gradients
-  return std::max(forward, backward);
+// The loss's peak (Note [Decoder activation arithmetic]), chunked or not.
+int64_t loss_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_t a) {
+  const int64_t kept = o.batch_size * (o.sequence_length - 1), vocab = s.vocab, width = s.width;
+  const int64_t selected = (o.batch_size * o.sequence_length + kept) * width * 4;  // the hidden states, and the kept
+  if (o.loss_chunk_tokens == 0) {
+    const int64_t logits = kept * vocab;
+    const int64_t autocast_copies = a == 4 ? 0 : logits * 4 + vocab * width * 2;
+    const int64_t forward = logits * a + autocast_copies + logits * 4;  // logits, (copies), log-probabilities
+    const int64_t backward = 3 * logits * 4;                             // log-probabilities and two gradients
+    return selected + std::max(forward, backward);
+  }
+  const int64_t chunk = std::min(o.loss_chunk_tokens, std::max<int64_t>(kept, 1));
+  const int64_t chunk_tensors = chunk * vocab * a + (a == 4 ? 0 : chunk * vocab * 4 + chunk * width * 2);
+  const int64_t weight_gradient = vocab * width * 4 + (a == 4 ? 0 : vocab * width * 2);  // (+ the bf16 weight)
+  return selected + chunk_tensors + weight_gradient + kept * width * a;
 }
 
 }  // namespace
@@ -97,11 +119,12 @@ ActivationEstimate decoder_activations(const io::HfConfig& config, const MemoryE
   const int64_t layer_input = tokens * s.width * 4;  // the fp32 residual stream, also under autocast
   e.kept = s.layers * (o.gradient_checkpointing ? layer_input : e.per_layer);
   e.embeddings_and_head = head_bytes(s, o, a);
-  e.logits = logits_bytes(s, o, a);
+  e.logits = loss_bytes(s, o, a);
   // The FFN's gradients (SwiGLU: the product's and both factors') and the layer's output and input gradients.
   const int64_t ffn_gradients = (s.llama ? 3 : 2) * tokens * s.ffn_width * a;
   e.backward_transient = ffn_gradients + 2 * tokens * s.width * 4 + (o.gradient_checkpointing ? e.per_layer : 0);
-  e.total = e.kept + e.embeddings_and_head + std::max(e.logits, e.backward_transient);
+  e.embedding_gradients = (s.tied ? 3 : 1) * s.vocab * s.width * 4;
+  e.total = std::max(e.kept + e.embeddings_and_head + std::max(e.logits, e.backward_transient), e.embedding_gradients);
   return e;
 }
 

@@ -10,6 +10,7 @@
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/models/loss.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -88,7 +89,7 @@ EvaluationResult evaluate(models::SequenceClassifier& model, loader::ShardLoader
     const at::Tensor labels = batch->labels.index({keep});
     const at::Tensor kept_logits = logits.index({keep});
     if (labels.numel() == 0) continue;
-    loss_sum += at::cross_entropy_loss(kept_logits, labels, {}, at::Reduction::Sum).item<double>();
+    loss_sum += models::cross_entropy(kept_logits, labels, at::Reduction::Sum).item<double>();
     const at::Tensor predicted = kept_logits.argmax(1);
     const auto* label = labels.data_ptr<int64_t>();
     const auto* guess = predicted.data_ptr<int64_t>();

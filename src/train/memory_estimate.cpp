@@ -103,6 +103,7 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
                                const MemoryEstimateOptions& options) {
   check_positive(options.batch_size, "--batch-size");
   check_positive(options.sequence_length, "--sequence-length");
+  models::check_loss_chunk_tokens(options.loss_chunk_tokens);
   check_positive(options.world_size, "--world-size", int64_t{1} << 20);
   if (options.lora_r != 0) check_positive(options.lora_r, "--lora-r", models::kMostLoraRank);
   MemoryEstimate e;
@@ -156,7 +157,8 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"kept", a.kept},
             {"embeddings_and_head", a.embeddings_and_head},
             {"logits", a.logits},
-            {"backward_transient", a.backward_transient}}}};
+            {"backward_transient", a.backward_transient},
+            {"embedding_gradients", a.embedding_gradients}}}};
   if (e.zero_stage > 0) out["zero_stage"] = e.zero_stage, out["world_size"] = e.world_size;  // stage 0's JSON as before
   if (e.lora_r > 0) out["lora_r"] = e.lora_r, out["trainable_parameter_count"] = e.trainable_parameter_count;
   if (!e.quantize_base.empty()) {

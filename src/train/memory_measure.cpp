@@ -91,7 +91,7 @@ int64_t run_measured_step(Accelerator& accelerator, const io::HfConfig& config, 
   at::Tensor loss;
   {
     const AutocastRegion region = accelerator.autocast();
-    loss = model->forward(inputs).loss;
+    loss = measured_loss(*model, inputs, options);
   }
   accelerator.backward(loss);
   (void)accelerator.optimizer_step(1e-5, /*max_grad_norm=*/0.0);

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/registry.hpp"
 
 namespace hpctrain::train {
@@ -32,6 +33,13 @@ models::ModelInputs random_token_batch(const io::HfConfig& config, const MemoryE
   inputs.attention_mask = at::ones({o.batch_size, o.sequence_length}, at::kLong);
   inputs.labels = at::randint(config.common.num_labels(), {o.batch_size}, at::kLong);
   return inputs;
+}
+
+at::Tensor measured_loss(models::Model& model, const models::ModelInputs& inputs, const MemoryEstimateOptions& options) {
+  auto* lm = dynamic_cast<models::CausalLM*>(&model);
+  if (lm == nullptr) return model.forward(inputs).loss;
+  const models::TokenLossSum loss = lm->next_token_loss(inputs, options.loss_chunk_tokens);
+  return loss.sum / loss.count.to(at::kFloat);
 }
 
 }  // namespace hpctrain::train

@@ -12,4 +12,9 @@ namespace hpctrain::train {
 // for packed rows. An Error names any other model_type.
 models::ModelInputs random_token_batch(const io::HfConfig& config, const MemoryEstimateOptions& options);
 
+// The mean loss of `inputs` as `hpctrain train`'s objective computes it: a causal LM's next-token loss without the
+// [B, L, V] logits, in chunks of options.loss_chunk_tokens (Note [Chunked loss]); a classifier's forward loss.
+[[nodiscard]] at::Tensor measured_loss(models::Model& model, const models::ModelInputs& inputs,
+                                       const MemoryEstimateOptions& options);
+
 }  // namespace hpctrain::train

@@ -46,7 +46,7 @@ StepProfile measure_step_profile(const io::HfConfig& config, const MemoryEstimat
   for (int i = 0; i < warmup + steps; ++i) {
     accelerator.zero_grad();
     auto start = Clock::now();
-    const at::Tensor loss = model->forward(inputs).loss;
+    const at::Tensor loss = measured_loss(*model, inputs, options);
     const double f = seconds_since(start);
     start = Clock::now();
     accelerator.backward(loss);

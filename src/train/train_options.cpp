@@ -72,6 +72,7 @@ void check_optimization(const TrainOptions& o) {
   HPCTRAIN_CHECK(!(o.warmup_steps > 0 && o.warmup_ratio > 0), "give --warmup-steps or --warmup-ratio, not both");
   (void)parse_schedule(o.lr_scheduler);  // Error lists the schedules
   check_finite(o.max_grad_norm, "--max-grad-norm");
+  models::check_loss_chunk_tokens(o.loss_chunk_tokens);
 }
 
 void check_distributed(const TrainOptions& o) {
@@ -216,6 +217,7 @@ const OptionField kFields[] = {
     {"--lr-scheduler", kValue, text_of<&O::lr_scheduler>},
     {"--max-grad-norm", kValue, text_of<&O::max_grad_norm>},
     {"--skip-nonfinite", kValue, text_of<&O::skip_nonfinite>},
+    {"--loss-chunk-tokens", kValue, text_of<&O::loss_chunk_tokens>},  // the loss's summation order
     {"--device", kValue, accelerator_text_of<&A::device>},
     {"--threads", kPerRank, accelerator_text_of<&A::threads>},  // nodes may differ in cores (the default already does)
     {"--bucket-mb", kValue, accelerator_text_of<&A::bucket_mb>},

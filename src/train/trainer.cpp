@@ -240,7 +240,8 @@ void Run::set_up() {
 ResumePoint Run::open_run() {
   dist::run_collectively(comm, "opening the dataset", [&] {
     dataset = std::make_unique<data::DatasetReader>(options.data);
-    objective = make_objective(*dataset);  // a task without an objective fails here, before the run folder exists
+    // A task without an objective fails here, before the run folder exists.
+    objective = make_objective(*dataset, options.loss_chunk_tokens);
     (void)check_model_config(options, *dataset);  // so does a model of another kind (a classifier on a causal-lm file)
   });
   agree_on_train_run(comm, options, *dataset);  // Note [Agreed options]: before any value-dependent collective

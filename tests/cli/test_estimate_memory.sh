@@ -1,6 +1,6 @@
 # `hpctrain estimate-memory`: the table's rows, the JSON's arithmetic (parameters x 4, the optimizers' state,
 # checkpointing), --measure within 25 % of one real step's peak (and, with bf16 and checkpointing, a smaller one),
-# causal LMs (GPT-2, Llama) within 20 %, and clear errors for bad options.
+# causal LMs (GPT-2, Llama; chunked and unchunked loss) within 10 %, and clear errors for bad options.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 # The DistilBERT-style benchmark model (bench/models): dim 256, 4 layers, 11.2 M parameters.
@@ -64,10 +64,10 @@ assert peak["lean"] < 0.8 * peak["fp32"], peak
 PYEOF
 fi
 
-# Causal LMs (issue 21): a GPT-2-style (tied head, vocabulary 50257) and a Llama-style model (4 heads / 2 KV heads,
-# SwiGLU, untied head, vocabulary 32000) at batch 8 x 128 tokens, where the logits and the loss's fp32 tensors
-# ([8, 128, V]) dominate: --measure within 20 % in fp32 and bf16, with and without checkpointing; the JSON's terms
-# follow Note [Decoder activation arithmetic].
+# Causal LMs (issues 21 and 34): a GPT-2-style (tied head, vocabulary 50257) and a Llama-style model (4 heads / 2 KV
+# heads, SwiGLU, untied head, vocabulary 32000) at batch 8 x 128 tokens, where the head's logits dominate unless the
+# loss is chunked (Note [Chunked loss]): --measure within 10 % in fp32 and bf16, with and without checkpointing, and
+# with --loss-chunk-tokens 0 (unchunked); the JSON's terms follow Note [Decoder activation arithmetic].
 cat >"$WORK/gpt2.json" <<'JSON'
 {"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4, "vocab_size": 50257, "n_positions": 1024}
 JSON
@@ -76,32 +76,35 @@ cat >"$WORK/llama.json" <<'JSON'
  "intermediate_size": 688, "vocab_size": 32000, "max_position_embeddings": 512}
 JSON
 for model in gpt2 llama; do
-  for precision in fp32 bf16; do
-    for ckpt in "" --gradient-checkpointing; do
-      name="$model-$precision${ckpt:+-ckpt}"
-      lm=("$HPCTRAIN" estimate-memory --model-config "$WORK/$model.json" --batch-size 8 --sequence-length 128
-          --precision "$precision" $ckpt --threads 1 --json)
-      if [[ -n ${HPCTRAIN_SANITIZED:-} ]]; then "${lm[@]}" >"$WORK/$name.json" 2>"$WORK/err"; else
-        "${lm[@]}" --measure --tolerance 0.20 >"$WORK/$name.json" 2>"$WORK/err"; fi
-      rc=$?
-      error=$("$PY" -c "import json,sys; print('%+.1f %%' % (100 * json.load(open(sys.argv[1]))['measured']['relative_error']))" \
-        "$WORK/$name.json" 2>/dev/null)
-      [[ $rc -eq 0 ]] && ok "$name: estimate within 20 % of --measure (${error:-not measured})" \
-        || { bad "$name: estimate vs --measure (${error:-no result})"; cat "$WORK/err"; }
-    done
+  for variant in fp32 fp32-ckpt bf16 bf16-ckpt fp32-unchunked; do
+    name="$model-$variant"
+    args=(--precision "${variant%%-*}")
+    [[ $variant == *-ckpt ]] && args+=(--gradient-checkpointing)
+    [[ $variant == *-unchunked ]] && args+=(--loss-chunk-tokens 0)
+    lm=("$HPCTRAIN" estimate-memory --model-config "$WORK/$model.json" --batch-size 8 --sequence-length 128
+        "${args[@]}" --threads 1 --json)
+    if [[ -n ${HPCTRAIN_SANITIZED:-} ]]; then "${lm[@]}" >"$WORK/$name.json" 2>"$WORK/err"; else
+      "${lm[@]}" --measure --tolerance 0.10 >"$WORK/$name.json" 2>"$WORK/err"; fi
+    rc=$?
+    error=$("$PY" -c "import json,sys; print('%+.1f %%' % (100 * json.load(open(sys.argv[1]))['measured']['relative_error']))" \
+      "$WORK/$name.json" 2>/dev/null)
+    [[ $rc -eq 0 ]] && ok "$name: estimate within 10 % of --measure (${error:-not measured})" \
+      || { bad "$name: estimate vs --measure (${error:-no result})"; cat "$WORK/err"; }
   done
 done
-"$PY" - "$WORK" <<'PYEOF' && ok "causal LMs: the logits term, checkpointing and bf16 in the JSON" || bad "causal-LM JSON arithmetic"
+"$PY" - "$WORK" <<'PYEOF' && ok "causal LMs: the loss and embedding terms, checkpointing and bf16 in the JSON" || bad "causal-LM JSON arithmetic"
 import json, sys
-for model, vocab in (("gpt2", 50257), ("llama", 32000)):
-    d = {v: json.load(open(f"{sys.argv[1]}/{model}-{v}.json")) for v in ("fp32", "fp32-ckpt", "bf16", "bf16-ckpt")}
-    for precision, a in (("fp32", 4), ("bf16", 2)):
+for model, vocab, tied in (("gpt2", 50257, True), ("llama", 32000, False)):
+    d = {v: json.load(open(f"{sys.argv[1]}/{model}-{v}.json")) for v in ("fp32", "fp32-ckpt", "bf16", "bf16-ckpt", "fp32-unchunked")}
+    tokens, kept = 8 * 128, 8 * 127  # every position but each row's last predicts a token
+    act = d["fp32-unchunked"]["activations"]
+    assert act["logits"] == (tokens + kept) * 256 * 4 + 3 * kept * vocab * 4, (model, act)  # backward's three [n, V]
+    assert act["embedding_gradients"] == (3 if tied else 1) * vocab * 256 * 4, (model, act)
+    for precision in ("fp32", "bf16"):
         act = d[precision]["activations"]
-        logits = 8 * 128 * vocab  # the loss reads all L positions (the labels are shifted, not the logits)
-        fp32_copy = 0 if a == 4 else logits * 4
-        assert act["logits"] == max(logits * a + fp32_copy + logits * 4, 3 * logits * 4), (model, act)
-        assert d[precision]["bytes"]["activations"] == act["kept"] + act["embeddings_and_head"] + max(
-            act["logits"], act["backward_transient"]), act
+        assert act["logits"] < d["fp32-unchunked"]["activations"]["logits"] / 3, (model, act)  # no [n, V] tensor
+        assert d[precision]["bytes"]["activations"] == max(act["kept"] + act["embeddings_and_head"] + max(
+            act["logits"], act["backward_transient"]), act["embedding_gradients"]), act
         ckpt = d[precision + "-ckpt"]["activations"]
         assert ckpt["kept"] == 4 * 8 * 128 * 256 * 4 < act["kept"], (ckpt, act)  # the fp32 residual stream per layer
     assert d["bf16"]["activations"]["per_layer"] < d["fp32"]["activations"]["per_layer"]
@@ -118,4 +121,6 @@ expect_failure "too long" "--sequence-length 513 exceeds the model's max_positio
   "$HPCTRAIN" estimate-memory --model-config "$WORK/config.json" --sequence-length 513
 expect_failure "too long for GPT-2" "--sequence-length 1025 exceeds the model's n_positions 1024" \
   "$HPCTRAIN" estimate-memory --model-config "$WORK/gpt2.json" --sequence-length 1025
+expect_failure "negative chunk" "--loss-chunk-tokens -1: expected tokens per chunk >= 1, or 0 for the unchunked loss" \
+  "$HPCTRAIN" estimate-memory --model-config "$WORK/gpt2.json" --loss-chunk-tokens -1
 finish

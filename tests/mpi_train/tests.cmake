@@ -24,3 +24,9 @@ hpctrain_mpi_test(train.optimizer_state_max 2 $<TARGET_FILE:mpi_train_optimizer_
 set_tests_properties(mpi.train.lora_peft PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")
 # mpi.train.qlora_peft needs a python with peft and bitsandbytes (HPCTRAIN_TRANSFORMERS_PYTHON); without one it says SKIP.
 set_tests_properties(mpi.train.qlora_peft PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")
+
+# chunked_loss_gradients (Note [Chunked loss]): the chunked loss's averaged gradients equal the unchunked ones on 2 ranks.
+add_executable(mpi_train_chunked_loss_gradients ${CMAKE_CURRENT_LIST_DIR}/chunked_loss_gradients.cpp)
+target_link_libraries(mpi_train_chunked_loss_gradients PRIVATE hpctrain_torch)
+target_compile_options(mpi_train_chunked_loss_gradients PRIVATE ${HPCTRAIN_WARNINGS})
+hpctrain_mpi_test(train.chunked_loss_gradients 2 $<TARGET_FILE:mpi_train_chunked_loss_gradients> ${PROJECT_SOURCE_DIR}/tests/models/golden)

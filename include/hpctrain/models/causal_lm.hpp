@@ -1,7 +1,8 @@
 // The second model kind: decoder-only causal language models (GPT-2 in gpt2.hpp; Llama and Qwen2 in
 // llama.hpp). forward(inputs) -> logits [B, L, vocab_size] for every position (+ the mean next-token loss
-// when labels are given), the per-token loss sum the training objective needs, and forward_cached, the
-// inference forward over a KV cache (Note [KV cache] in kv_cache.hpp).
+// when labels are given); next_token_loss, the loss training and evaluation use, from the final hidden states
+// through the head without those logits (Note [Chunked loss] in loss.hpp); and forward_cached, the inference
+// forward over a KV cache (Note [KV cache] in kv_cache.hpp).
 // Not here: the decoding loop and the samplers (generation.hpp), the training objective (train/).
 //
 // Note [Tied head]
@@ -14,6 +15,7 @@
 #pragma once
 
 #include "hpctrain/models/kv_cache.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/model.hpp"
 
 #include <ATen/core/Tensor.h>
@@ -22,18 +24,9 @@
 
 namespace hpctrain::models {
 
-// A label that is not predicted (transformers' and PyTorch's ignore_index).
-inline constexpr int64_t kIgnoreIndex = -100;
-
 // The labels each position predicts: labels[:, 1:] and kIgnoreIndex for the last position, [B, L] like the
 // logits, so that the loss reads logits [B, L, V] as they are (slicing them would copy [B, L, V]).
 [[nodiscard]] at::Tensor shift_labels(const at::Tensor& labels);
-
-// A micro-batch's next-token loss as a sum and the number of tokens it is over (Note [Objectives]).
-struct TokenLossSum {
-  at::Tensor sum;    // float32 scalar (with grad): cross-entropy summed over the predicted tokens
-  at::Tensor count;  // int64 scalar on the labels' device: how many labels are not -100 (no host sync)
-};
 
 // transformers' causal-LM shift: logits[:, :-1] predict labels[:, 1:]; labels -100 are not predicted.
 // logits [B, L, V] (any floating dtype; the loss is computed in float32), labels int64 [B, L].
@@ -51,16 +44,26 @@ class CausalLM : public Model {
   // Note [Tied head]: true when the head is the input embedding (no lm_head parameter).
   [[nodiscard]] virtual bool tied_head() const = 0;
 
+  // logits = head().logits(hidden_states(inputs)), and the loss when inputs.labels is defined.
+  ModelOutput forward(const ModelInputs& inputs) override;
+  // The final norm's output [B, L, D] for inputs.input_ids and inputs.attention_mask: what the head projects.
+  [[nodiscard]] virtual at::Tensor hidden_states(const ModelInputs& inputs) = 0;
+  // Note [LM head]: the head's weight (and adapter), the one place forward, forward_cached and the losses read it.
+  [[nodiscard]] virtual LmHead head() = 0;
+
+  // The next-token loss of inputs.labels (int64 [B, L], -100 = not predicted; shifted here: position t predicts
+  // labels[:, t + 1]) as a sum and a count, from hidden_states through head() in chunks of chunk_tokens (0:
+  // unchunked), without the [B, L, V] logits (Note [Chunked loss]). The labels may stay on the CPU.
+  [[nodiscard]] TokenLossSum next_token_loss(const ModelInputs& inputs, int64_t chunk_tokens);
+  // The same per position, float32 [B, L] (0 where nothing is predicted), no gradient: evaluation, prediction.
+  [[nodiscard]] at::Tensor next_token_losses(const ModelInputs& inputs, int64_t chunk_tokens);
+
   // Note [KV cache]: the logits [B, L, vocab_size] of input_ids int64 [B, L] (no padding) at positions
   // cache.length() ... + L - 1, attending to the cached tokens before them; the cache then holds these L too.
   // With an empty cache the logits equal forward()'s (up to summation order).
   [[nodiscard]] virtual at::Tensor forward_cached(const at::Tensor& input_ids, KvCache& cache) = 0;
   // An empty cache for this model's layers; `reserve`: the tokens expected (prompt + new ones).
   [[nodiscard]] KvCache new_kv_cache(int64_t reserve = 0) { return KvCache(transformer_layers().size(), reserve); }
-
- protected:
-  // logits, and the loss when inputs.labels is defined.
-  [[nodiscard]] static ModelOutput output_of(at::Tensor logits, const ModelInputs& inputs);
 };
 
 }  // namespace hpctrain::models

@@ -94,7 +94,8 @@ class GPT2LMHeadModel : public CausalLM {
   // Builds the modules from config.gpt2() and initializes them with init_weights().
   explicit GPT2LMHeadModel(io::HfConfig config);
 
-  ModelOutput forward(const ModelInputs& inputs) override;
+  [[nodiscard]] at::Tensor hidden_states(const ModelInputs& inputs) override;
+  [[nodiscard]] LmHead head() override;
   [[nodiscard]] at::Tensor forward_cached(const at::Tensor& input_ids, KvCache& cache) override;
   [[nodiscard]] const ModelSpec& spec() const override;
   // transformers' GPT2 _init_weights: normal(0, initializer_range), c_proj weights normal(0, initializer_range
@@ -105,13 +106,12 @@ class GPT2LMHeadModel : public CausalLM {
   [[nodiscard]] bool tied_head() const override { return settings_.tie_word_embeddings; }
 
   std::shared_ptr<Gpt2Model> transformer;
-  torch::nn::Linear lm_head{nullptr};  // null when tied (Note [Tied head])
+  LoraLinear lm_head{nullptr};  // null when tied (Note [Tied head]); LoRA may target it (Note [LM head])
 
  private:
   // Token + position embeddings of input_ids at positions first_position ..., or at position_ids [B, L] when
   // defined (+ dropout when training).
   at::Tensor embed(const at::Tensor& input_ids, int64_t first_position, const at::Tensor& position_ids = at::Tensor());
-  at::Tensor logits_of(const at::Tensor& hidden);  // ln_f, then the head
 
   io::Gpt2Config settings_;  // a copy of config().gpt2()
   ModelSpec spec_;

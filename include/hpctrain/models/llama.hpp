@@ -104,7 +104,8 @@ class LlamaForCausalLM : public CausalLM {
   // Builds the modules from config.llama_family() and initializes them with init_weights().
   explicit LlamaForCausalLM(io::HfConfig config);
 
-  ModelOutput forward(const ModelInputs& inputs) override;
+  [[nodiscard]] at::Tensor hidden_states(const ModelInputs& inputs) override;
+  [[nodiscard]] LmHead head() override;
   [[nodiscard]] at::Tensor forward_cached(const at::Tensor& input_ids, KvCache& cache) override;
   [[nodiscard]] const ModelSpec& spec() const override;
   // transformers' _init_weights: Linear and Embedding normal(0, initializer_range) (the padding row zero),
@@ -115,7 +116,7 @@ class LlamaForCausalLM : public CausalLM {
   [[nodiscard]] bool tied_head() const override { return settings_.tie_word_embeddings; }
 
   std::shared_ptr<LlamaModel> model;
-  torch::nn::Linear lm_head{nullptr};  // null when tied (Note [Tied head])
+  LoraLinear lm_head{nullptr};  // null when tied (Note [Tied head]); LoRA may target it (Note [LM head])
 
  private:
   io::LlamaConfig settings_;  // a copy of config().llama_family()

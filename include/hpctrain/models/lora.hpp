@@ -108,6 +108,13 @@ class LoraTarget {
   void dequantize_base();
   [[nodiscard]] bool base_quantized() const { return quantized_ != nullptr; }
   [[nodiscard]] Quant4Weight quantized_base() const;  // requires base_quantized()
+  // The adapter's branch of with_lora as two factors, for a caller that applies the product itself (the LM head's
+  // chunked loss, Note [LM head] in loss.hpp): branch = input @ weight^T. Undefined tensors without an adapter.
+  struct LowRank {
+    at::Tensor input;   // dropout(x) @ lora_A^T, [..., r]
+    at::Tensor weight;  // scaling * lora_B, [out, r]
+  };
+  [[nodiscard]] LowRank lora_factors(const at::Tensor& x, bool training) const;
 
  protected:
   // The weight's sizes as stored (the parameter's, before any quantization).

@@ -15,6 +15,7 @@
 #include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/nf4.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
 namespace hpctrain::dist {
@@ -42,6 +43,9 @@ struct MemoryEstimateOptions {
   std::string lora_target_modules;
   // QLoRA (--quantize-base, needs lora_r > 0): the frozen linear layers held in 4-bit form (Note [Quantized base]).
   std::optional<models::Quant4Options> quantize;
+  // Causal LMs: tokens per chunk of the head and its loss (--loss-chunk-tokens, Note [Chunked loss] in
+  // models/loss.hpp); 0 = unchunked.
+  int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens;
 };
 
 // The activations of one transformer model, bytes.
@@ -50,10 +54,14 @@ struct ActivationEstimate {
   int64_t layers = 0;         // transformer layers
   int64_t kept = 0;           // kept across the whole forward (all layers, or layer inputs when checkpointing)
   int64_t embeddings_and_head = 0;  // token ids, final norm, head inputs (decoders: bf16 weight copies too)
-  int64_t logits = 0;              // causal LMs: the [B, L, V] logits and the loss's fp32 tensors at their peak; 0 else
+  int64_t logits = 0;              // causal LMs: the head's logits and the loss's tensors at their peak; 0 else
   int64_t backward_transient = 0;  // gradient temporaries of the largest layer op in backward (plus the
                                    // recomputed layer when checkpointing)
-  int64_t total = 0;  // the step's activation peak: kept + embeddings_and_head + max(logits, backward_transient)
+  // Causal LMs: the end of backward, when the layers' tensors are gone: the input embedding's dense gradient (and,
+  // tied, the head's gradient that waits for it, and their sum); 0 else.
+  int64_t embedding_gradients = 0;
+  // The step's activation peak: max(kept + embeddings_and_head + max(logits, backward_transient), embedding_gradients).
+  int64_t total = 0;
 };
 
 struct MemoryEstimate {

@@ -30,6 +30,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/loader/batch.hpp"
 #include "hpctrain/loader/shard_loader.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/model.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/eval_metrics.hpp"
@@ -105,10 +106,14 @@ class Objective {
 // accurate evaluation is best.
 [[nodiscard]] std::unique_ptr<Objective> make_classification_objective();
 // Causal language modelling (causal_lm_objective.cpp): next-token cross-entropy over predicted tokens,
-// perplexity; the lowest perplexity is best.
-[[nodiscard]] std::unique_ptr<Objective> make_causal_lm_objective();
+// perplexity; the lowest perplexity is best. loss_chunk_tokens (--loss-chunk-tokens): the head's rows per chunk
+// of the loss in training, evaluation and prediction, 0 = unchunked (Note [Chunked loss] in models/loss.hpp).
+[[nodiscard]] std::unique_ptr<Objective> make_causal_lm_objective(
+    int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens);
 // The objective of a dataset's task (objective.cpp): classification for text and image classification
-// files, causal language modelling for causal-lm files. Called as soon as the dataset is open.
-[[nodiscard]] std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset);
+// files, causal language modelling for causal-lm files (with loss_chunk_tokens). Called as soon as the dataset
+// is open.
+[[nodiscard]] std::unique_ptr<Objective> make_objective(const data::DatasetReader& dataset,
+                                                        int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens);
 
 }  // namespace hpctrain::train

@@ -10,6 +10,7 @@
 #include <c10/core/ScalarType.h>
 
 #include "hpctrain/data/sampler.hpp"
+#include "hpctrain/models/loss.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
@@ -52,6 +53,8 @@ struct TrainOptions {
   std::string lr_scheduler = "linear";     // linear | cosine | constant
   double max_grad_norm = 1.0;              // <= 0: no clipping (the norm is still logged)
   bool skip_nonfinite = false;             // skip a step whose loss is NaN/inf instead of stopping
+  // Causal LMs: tokens per chunk of the head and its loss (Note [Chunked loss] in models/loss.hpp); 0 = unchunked.
+  int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens;
 
   // ---- Distributed ----
   // Device, threads, gradient buckets and overlap, accumulation steps, seed, log_all_ranks and the
