@@ -27,7 +27,9 @@ namespace hpctrain::models {
 // drawn from the default generator (Note [Counter-based dropout]); restoring the generator state
 // before the recomputation draws the same seeds, so the recomputed layer is the same function. After
 // the recomputation the generator is put back as it was, so later draws do not change either.
-// The layer is referenced by address (not owned): a model outlives the backward of its own forward.
+// The layer and the rest of the layer runner chain (Note [Layer runner chain] in model.hpp) are referenced by
+// address (not owned): a model outlives the backward of its own forward, and its links do not change meanwhile.
+// The recomputation runs the rest of the chain, not just the layer: a link inside checkpointing runs again.
 
 namespace {
 
@@ -85,20 +87,22 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
   // `key_mask` is a placeholder when `has_mask` is false (see the runner below).
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& key_mask,
-                            bool has_mask, TransformerLayer* layer) {
+                            bool has_mask, TransformerLayer* layer, const LayerRunner* next) {
     const GeneratorStates generators = GeneratorStates::capture(hidden.device());
     ctx->save_for_backward({hidden, key_mask});
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);  // not owned: see Note [Layer checkpointing]
+    ctx->saved_data["next"] = reinterpret_cast<int64_t>(next);    // the rest of the chain (Note [Layer runner chain])
     ctx->saved_data["has_mask"] = has_mask;
     ctx->saved_data["cpu_generator"] = generators.cpu;
     ctx->saved_data["device_generator"] = generators.device;
     save_autocast(ctx, compat::AutocastState::current());
-    return layer->forward(hidden, has_mask ? key_mask : at::Tensor());
+    return (*next)(*layer, hidden, has_mask ? key_mask : at::Tensor());
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto* layer = reinterpret_cast<TransformerLayer*>(ctx->saved_data["layer"].toInt());
+    const auto* next = reinterpret_cast<const LayerRunner*>(ctx->saved_data["next"].toInt());
     const auto saved = ctx->get_saved_variables();
     const at::Tensor input = saved[0].detach().requires_grad_(true);
     GeneratorStates generators;
@@ -111,19 +115,19 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       generators.restore();
       compat::AutocastStateGuard same_autocast(saved_autocast(ctx));
       at::AutoGradMode grad_on(true);
-      output = layer->forward(input, ctx->saved_data["has_mask"].toBool() ? saved[1] : at::Tensor());
+      output = (*next)(*layer, input, ctx->saved_data["has_mask"].toBool() ? saved[1] : at::Tensor());
       now.restore();
     }
     torch::autograd::backward({output}, {grad_outputs[0]});
-    return {input.grad(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {input.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-LayerRunner checkpointing_layer_runner() {
-  return [](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
-    if (!at::GradMode::is_enabled()) return layer.forward(hidden, key_mask);
+LayerLink checkpointing_layer_link() {
+  return [](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask, const LayerRunner& next) {
+    if (!at::GradMode::is_enabled()) return next(layer, hidden, key_mask);
     // A frozen embedding (Note [LoRA]) gives an input without grad, and a Function whose inputs need none records
     // nothing: when the layer itself trains, a detached input that requires grad stands in for it (transformers'
     // enable_input_require_grads), so this layer is checkpointed too. Nothing before it trains, so nothing is cut.
@@ -131,17 +135,18 @@ LayerRunner checkpointing_layer_runner() {
       for (const auto& param : layer.parameters()) if (param.requires_grad()) return true;
       return false;
     }();
-    if (!layer_trains) return layer.forward(hidden, key_mask);
+    if (!layer_trains) return next(layer, hidden, key_mask);
     const at::Tensor input = hidden.requires_grad() ? hidden : hidden.detach().requires_grad_(true);
     // A causal LM on packed rows has no mask; LibTorch 1.13's Function::apply cannot take an undefined tensor
     // (VariableInfo asks it for its device), so an empty one stands in for it.
     const bool has_mask = key_mask.defined();
-    return CheckpointedLayer::apply(input, has_mask ? key_mask : at::empty({0}, hidden.options()), has_mask, &layer);
+    return CheckpointedLayer::apply(input, has_mask ? key_mask : at::empty({0}, hidden.options()), has_mask, &layer,
+                                    &next);
   };
 }
 
 void set_gradient_checkpointing(Model& model, bool enabled) {
-  model.set_layer_runner(enabled ? checkpointing_layer_runner() : LayerRunner());
+  model.set_layer_link(LayerLinkPlace::checkpointing, enabled ? checkpointing_layer_link() : LayerLink());
 }
 
 }  // namespace hpctrain::models

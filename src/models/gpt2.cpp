@@ -125,9 +125,13 @@ void GPT2LMHeadModel::init_weights() {
 
 ModelOutput GPT2LMHeadModel::forward(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, "GPT-2");
-  at::Tensor hidden = embed(inputs.input_ids, 0);
+  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids, [&](const at::Tensor& ids) { return embed(ids, 0); });
   for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, inputs.attention_mask);
-  return output_of(logits_of(hidden), inputs);
+  const at::Tensor last = detail::norm_in_fp32(transformer->ln_f, hidden);
+  return output_of(run_unit(UnitKind::head, last, [&](const at::Tensor& normed) {
+                     return detail::head_logits(normed, lm_head, transformer->wte);
+                   }),
+                   inputs);
 }
 
 at::Tensor GPT2LMHeadModel::forward_cached(const at::Tensor& input_ids, KvCache& cache) {
@@ -152,6 +156,11 @@ at::Tensor GPT2LMHeadModel::logits_of(const at::Tensor& hidden) {
 }
 
 const ModelSpec& GPT2LMHeadModel::spec() const { return spec_; }
+
+std::vector<torch::nn::Module*> GPT2LMHeadModel::unit_modules(UnitKind kind) {
+  if (kind == UnitKind::embeddings) return {transformer->wte.get(), transformer->wpe.get()};
+  return {lm_head.is_empty() ? static_cast<torch::nn::Module*>(transformer->wte.get()) : lm_head.get()};  // Note [Tied head]
+}
 
 std::vector<TransformerLayer*> GPT2LMHeadModel::transformer_layers() {
   std::vector<TransformerLayer*> out;

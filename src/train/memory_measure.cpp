@@ -51,17 +51,21 @@ AcceleratorOptions measured_accelerator_options(const MemoryEstimateOptions& opt
   a.mixed_precision = options.precision == "bf16" ? MixedPrecision::bf16 : MixedPrecision::no;
   a.gradient_checkpointing = options.gradient_checkpointing;
   a.zero_stage = options.zero_stage;
+  a.zero_reshard_after_forward = options.zero_reshard_after_forward;
   a.bucket_mb = bytes_to_mib(options.bucket_bytes);
   a.first_bucket_mb = bytes_to_mib(options.first_bucket_bytes);
   return a;
 }
 
 // One forward, backward and optimizer step of a freshly built model; everything it allocates is freed on return.
+// The peak is reset once the model is prepared: the step's peak, not the start-up's (ZeRO-3 builds the whole model
+// before it shards it; at the other stages the step holds more than the start-up anyway).
 void run_measured_step(Accelerator& accelerator, const io::HfConfig& config, const MemoryEstimateOptions& options,
                        const models::ModelInputs& inputs) {
   const auto model = models::build_model(config);
   accelerator.prepare_model(*model);
   const auto optimizer = accelerator.make_optimizer(options.optimizer, model->named_parameters().pairs());
+  HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
   model->train();
   at::Tensor loss;
   {

@@ -52,6 +52,7 @@ class JsonlSink final : public LogSink {
     if (w.tokens > 0) line["tokens"] = w.tokens, line["tokens_per_second"] = w.tokens_per_second;
     if (w.mfu) line["mfu"] = *w.mfu;
     if (r.optimizer_state_bytes) line["optimizer_state_bytes"] = *r.optimizer_state_bytes;
+    if (r.model_state_bytes) line["model_state_bytes"] = *r.model_state_bytes;
     if (r.skipped) line["skipped"] = true;
     if (r.loss_scale) line["loss_scale"] = *r.loss_scale;
     write(line);
