@@ -63,8 +63,8 @@ BertSelfAttention::BertSelfAttention(const io::BertConfig& s)
   value = register_module("value", LoraLinear(s.hidden_size, s.hidden_size));
 }
 
-at::Tensor BertSelfAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  return detail::self_attention(query->forward(hidden), key->forward(hidden), value->forward(hidden), key_mask,
+at::Tensor BertSelfAttention::forward(const at::Tensor& hidden, const LayerContext& context) {
+  return detail::self_attention(query->forward(hidden), key->forward(hidden), value->forward(hidden), context.key_mask,
                                 heads_, dropout_, is_training());
 }
 
@@ -89,8 +89,8 @@ BertLayer::BertLayer(const io::BertConfig& s) : activation_(s.activation_fn()) {
   output = register_module("output", std::make_shared<BertResidualOutput>(s, s.intermediate_size));
 }
 
-at::Tensor BertLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = attention_output->forward(self_attention->forward(hidden, key_mask), hidden);
+at::Tensor BertLayer::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = attention_output->forward(self_attention->forward(hidden, context), hidden);
   return output->forward(detail::activate(intermediate->forward(attended), activation_), attended);
 }
 
@@ -126,7 +126,8 @@ ModelOutput BertForSequenceClassification::forward(const ModelInputs& inputs) {
   at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids, [&](const at::Tensor& ids) {
     return bert->embeddings->forward(ids, inputs.token_type_ids);
   });
-  for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
+  const LayerContext context = LayerContext::of(inputs);
+  for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, context);
   ModelOutput out;
   out.logits = run_unit(UnitKind::head, hidden, [&](const at::Tensor& last) {
     const at::Tensor pooled = at::tanh(bert->pooler->forward(last.select(1, 0)));

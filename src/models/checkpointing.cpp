@@ -10,13 +10,16 @@
 
 #include <cstdint>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace hpctrain::models {
 
 // Note [Layer checkpointing]
 // CheckpointedLayer::forward runs the layer with grad mode off (autograd::Function does that), so
-// nothing of the layer's intermediate tensors is kept: only its input and key mask are saved, plus
-// the generator states and the autocast state at the start. backward() restores those, runs the
+// nothing of the layer's intermediate tensors is kept: only its input and its LayerContext's tensors
+// (Note [Layer context]; they never need grad, so they are kept as saved data, undefined ones as None) are
+// saved, plus the generator states and the autocast state at the start. backward() restores those, runs the
 // layer again with grad mode on from a detached copy of the input, and calls autograd's backward on
 // the recomputed output (reentrant, as torch.utils.checkpoint's use_reentrant=True). That inner
 // backward accumulates the parameters' gradients through their own AccumulateGrad nodes, so tensor
@@ -83,20 +86,38 @@ compat::AutocastState saved_autocast(torch::autograd::AutogradContext* ctx) {
   return a;
 }
 
+// The context's tensors as IValues in the context (None for an undefined tensor), and back.
+void save_layer_context(torch::autograd::AutogradContext* ctx, const LayerContext& context) {
+  const std::vector<at::Tensor> tensors = context.tensors();
+  ctx->saved_data["context_size"] = static_cast<int64_t>(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    ctx->saved_data["context_" + std::to_string(i)] = tensors[i].defined() ? c10::IValue(tensors[i]) : c10::IValue();
+  }
+}
+
+LayerContext saved_layer_context(torch::autograd::AutogradContext* ctx) {
+  std::vector<at::Tensor> tensors(static_cast<size_t>(ctx->saved_data["context_size"].toInt()));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const c10::IValue& value = ctx->saved_data["context_" + std::to_string(i)];
+    if (!value.isNone()) tensors[i] = value.toTensor();
+  }
+  return LayerContext::from_tensors(tensors);
+}
+
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
-  // `key_mask` is a placeholder when `has_mask` is false (see the runner below).
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& key_mask,
-                            bool has_mask, TransformerLayer* layer, const LayerRunner* next) {
+  // `context` is not an autograd input (none of its tensors needs grad): apply() passes it through as it is.
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
+                            const LayerContext& context, TransformerLayer* layer, const LayerRunner* next) {
     const GeneratorStates generators = GeneratorStates::capture(hidden.device());
-    ctx->save_for_backward({hidden, key_mask});
+    ctx->save_for_backward({hidden});
+    save_layer_context(ctx, context);
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);  // not owned: see Note [Layer checkpointing]
     ctx->saved_data["next"] = reinterpret_cast<int64_t>(next);    // the rest of the chain (Note [Layer runner chain])
-    ctx->saved_data["has_mask"] = has_mask;
     ctx->saved_data["cpu_generator"] = generators.cpu;
     ctx->saved_data["device_generator"] = generators.device;
     save_autocast(ctx, compat::AutocastState::current());
-    return (*next)(*layer, hidden, has_mask ? key_mask : at::Tensor());
+    return (*next)(*layer, hidden, context);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -115,19 +136,19 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       generators.restore();
       compat::AutocastStateGuard same_autocast(saved_autocast(ctx));
       at::AutoGradMode grad_on(true);
-      output = (*next)(*layer, input, ctx->saved_data["has_mask"].toBool() ? saved[1] : at::Tensor());
+      output = (*next)(*layer, input, saved_layer_context(ctx));
       now.restore();
     }
     torch::autograd::backward({output}, {grad_outputs[0]});
-    return {input.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {input.grad(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
 LayerLink checkpointing_layer_link() {
-  return [](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask, const LayerRunner& next) {
-    if (!at::GradMode::is_enabled()) return next(layer, hidden, key_mask);
+  return [](TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context, const LayerRunner& next) {
+    if (!at::GradMode::is_enabled()) return next(layer, hidden, context);
     // A frozen embedding (Note [LoRA]) gives an input without grad, and a Function whose inputs need none records
     // nothing: when the layer itself trains, a detached input that requires grad stands in for it (transformers'
     // enable_input_require_grads), so this layer is checkpointed too. Nothing before it trains, so nothing is cut.
@@ -135,13 +156,9 @@ LayerLink checkpointing_layer_link() {
       for (const auto& param : layer.parameters()) if (param.requires_grad()) return true;
       return false;
     }();
-    if (!layer_trains) return next(layer, hidden, key_mask);
+    if (!layer_trains) return next(layer, hidden, context);
     const at::Tensor input = hidden.requires_grad() ? hidden : hidden.detach().requires_grad_(true);
-    // A causal LM on packed rows has no mask; LibTorch 1.13's Function::apply cannot take an undefined tensor
-    // (VariableInfo asks it for its device), so an empty one stands in for it.
-    const bool has_mask = key_mask.defined();
-    return CheckpointedLayer::apply(input, has_mask ? key_mask : at::empty({0}, hidden.options()), has_mask, &layer,
-                                    &next);
+    return CheckpointedLayer::apply(input, context, &layer, &next);
   };
 }
 

@@ -50,10 +50,11 @@ DistilBertAttention::DistilBertAttention(const io::DistilBertConfig& s)
   out_lin = register_module("out_lin", make_linear(s.dim, s.dim));
 }
 
-at::Tensor DistilBertAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor context = detail::self_attention(q_lin->forward(hidden), k_lin->forward(hidden),
-                                                    v_lin->forward(hidden), key_mask, heads_, dropout_, is_training());
-  return out_lin->forward(context);
+at::Tensor DistilBertAttention::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = detail::self_attention(q_lin->forward(hidden), k_lin->forward(hidden),
+                                                     v_lin->forward(hidden), context.key_mask, heads_, dropout_,
+                                                     is_training());
+  return out_lin->forward(attended);
 }
 
 DistilBertFFN::DistilBertFFN(const io::DistilBertConfig& s)
@@ -74,8 +75,8 @@ DistilBertLayer::DistilBertLayer(const io::DistilBertConfig& s) {
   output_layer_norm = register_module("output_layer_norm", make_layer_norm(s));
 }
 
-at::Tensor DistilBertLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = detail::norm_in_fp32(sa_layer_norm, attention->forward(hidden, key_mask) + hidden);
+at::Tensor DistilBertLayer::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = detail::norm_in_fp32(sa_layer_norm, attention->forward(hidden, context) + hidden);
   return detail::norm_in_fp32(output_layer_norm, ffn->forward(attended) + attended);
 }
 
@@ -119,7 +120,8 @@ ModelOutput DistilBertForSequenceClassification::forward(const ModelInputs& inpu
                  "DistilBERT: input_ids must be an int64 tensor [batch, sequence]");
   at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
                                [&](const at::Tensor& ids) { return distilbert->embeddings->forward(ids); });
-  for (const auto& layer : distilbert->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
+  const LayerContext context = LayerContext::of(inputs);
+  for (const auto& layer : distilbert->layers) hidden = run_layer(*layer, hidden, context);
   ModelOutput out;
   out.logits = run_unit(UnitKind::head, hidden, [&](const at::Tensor& last) {
     const at::Tensor pooled = at::relu(pre_classifier->forward(last.select(1, 0)));

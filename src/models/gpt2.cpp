@@ -45,12 +45,12 @@ Gpt2Attention::Gpt2Attention(const io::Gpt2Config& s)
   c_proj = register_module("c_proj", std::make_shared<Gpt2Conv1D>(s.n_embd, s.n_embd));
 }
 
-at::Tensor Gpt2Attention::forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache) {
+at::Tensor Gpt2Attention::forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache) {
   std::vector<at::Tensor> qkv = c_attn->forward(hidden).chunk(3, -1);
   if (cache != nullptr) std::tie(qkv[1], qkv[2]) = cache->append(qkv[1], qkv[2]);  // Note [KV cache]
-  const at::Tensor context = detail::causal_self_attention(qkv[0], qkv[1], qkv[2], key_mask, heads_, heads_, scale_,
-                                                           attn_dropout_, is_training());
-  return detail::seeded_dropout(c_proj->forward(context), resid_dropout_, is_training());
+  const at::Tensor attended = detail::causal_self_attention(qkv[0], qkv[1], qkv[2], context.key_mask, heads_, heads_,
+                                                            scale_, attn_dropout_, is_training());
+  return detail::seeded_dropout(c_proj->forward(attended), resid_dropout_, is_training());
 }
 
 Gpt2Mlp::Gpt2Mlp(const io::Gpt2Config& s) : activation_(s.activation_fn()), dropout_(s.resid_pdrop) {
@@ -70,13 +70,13 @@ Gpt2Block::Gpt2Block(const io::Gpt2Config& s) {
   mlp = register_module("mlp", std::make_shared<Gpt2Mlp>(s));
 }
 
-at::Tensor Gpt2Block::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), key_mask);
+at::Tensor Gpt2Block::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), context);
   return attended + mlp->forward(detail::norm_in_fp32(ln_2, attended));
 }
 
 at::Tensor Gpt2Block::forward_cached(const at::Tensor& hidden, LayerKvCache& cache) {
-  const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), at::Tensor(), &cache);
+  const at::Tensor attended = hidden + attn->forward(detail::norm_in_fp32(ln_1, hidden), LayerContext{}, &cache);
   return attended + mlp->forward(detail::norm_in_fp32(ln_2, attended));
 }
 
@@ -126,7 +126,8 @@ void GPT2LMHeadModel::init_weights() {
 ModelOutput GPT2LMHeadModel::forward(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, "GPT-2");
   at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids, [&](const at::Tensor& ids) { return embed(ids, 0); });
-  for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, inputs.attention_mask);
+  const LayerContext context = LayerContext::of(inputs);
+  for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, context);
   const at::Tensor last = detail::norm_in_fp32(transformer->ln_f, hidden);
   return output_of(run_unit(UnitKind::head, last, [&](const at::Tensor& normed) {
                      return detail::head_logits(normed, lm_head, transformer->wte);

@@ -12,8 +12,8 @@ void Model::set_layer_runner(LayerRunner runner) {
   if (!runner) return set_layer_link(LayerLinkPlace::custom, LayerLink());
   set_layer_link(LayerLinkPlace::custom,
                  [runner = std::move(runner)](TransformerLayer& layer, const at::Tensor& hidden,
-                                              const at::Tensor& key_mask, const LayerRunner&) {
-                   return runner(layer, hidden, key_mask);
+                                              const LayerContext& context, const LayerRunner&) {
+                   return runner(layer, hidden, context);
                  });
 }
 
@@ -27,12 +27,12 @@ void Model::build_chain() {
   if (installed.empty()) return;
   for (std::size_t i = 0; i < installed.size(); ++i) {
     chain_.push_back([this, i, link = installed[i]](TransformerLayer& layer, const at::Tensor& hidden,
-                                                    const at::Tensor& key_mask) {
-      return (*link)(layer, hidden, key_mask, chain_[i + 1]);
+                                                    const LayerContext& context) {
+      return (*link)(layer, hidden, context, chain_[i + 1]);
     });
   }
-  chain_.push_back([](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
-    return layer.forward(hidden, key_mask);
+  chain_.push_back([](TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
+    return layer.forward(hidden, context);
   });
 }
 

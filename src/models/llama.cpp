@@ -95,7 +95,7 @@ LlamaAttention::LlamaAttention(const io::LlamaConfig& s, bool qkv_bias, bool o_b
   o_proj = register_module("o_proj", make_linear(heads_ * head_dim_, s.hidden_size, o_bias));
 }
 
-at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache) {
+at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1);
   const int64_t first = cache != nullptr ? cache->length() : 0;  // Note [KV cache]: the new tokens' positions
   const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), first);
@@ -103,10 +103,10 @@ at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const at::Tensor& k
                      .reshape({batch, length, kv_heads_ * head_dim_});
   at::Tensor v = v_proj->forward(hidden);
   if (cache != nullptr) std::tie(k, v) = cache->append(k, v);
-  const at::Tensor context =
-      detail::causal_self_attention(q.reshape({batch, length, heads_ * head_dim_}), k, v, key_mask, heads_, kv_heads_,
-                                    1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training());
-  return o_proj->forward(context);
+  const at::Tensor attended = detail::causal_self_attention(
+      q.reshape({batch, length, heads_ * head_dim_}), k, v, context.key_mask, heads_, kv_heads_,
+      1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training());
+  return o_proj->forward(attended);
 }
 
 LlamaMlp::LlamaMlp(const io::LlamaConfig& s, bool bias) : activation_(s.activation_fn()) {
@@ -130,13 +130,13 @@ LlamaDecoderLayer::LlamaDecoderLayer(const io::LlamaConfig& s, bool qwen2,
       register_module("post_attention_layernorm", std::make_shared<LlamaRMSNorm>(s.hidden_size, s.rms_norm_eps));
 }
 
-at::Tensor LlamaDecoderLayer::forward(const at::Tensor& hidden, const at::Tensor& key_mask) {
-  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), key_mask);
+at::Tensor LlamaDecoderLayer::forward(const at::Tensor& hidden, const LayerContext& context) {
+  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), context);
   return attended + mlp->forward(post_attention_layernorm->forward(attended));
 }
 
 at::Tensor LlamaDecoderLayer::forward_cached(const at::Tensor& hidden, LayerKvCache& cache) {
-  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), at::Tensor(), &cache);
+  const at::Tensor attended = hidden + self_attn->forward(input_layernorm->forward(hidden), LayerContext{}, &cache);
   return attended + mlp->forward(post_attention_layernorm->forward(attended));
 }
 
@@ -188,7 +188,8 @@ ModelOutput LlamaForCausalLM::forward(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, spec_.architecture.c_str());
   at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
                                [&](const at::Tensor& ids) { return model->embed_tokens->forward(ids); });
-  for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, inputs.attention_mask);
+  const LayerContext context = LayerContext::of(inputs);
+  for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, context);
   hidden = model->norm->forward(hidden);
   return output_of(run_unit(UnitKind::head, hidden, [&](const at::Tensor& normed) {
                      return detail::head_logits(normed, lm_head, model->embed_tokens);

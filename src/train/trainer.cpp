@@ -265,7 +265,7 @@ void Run::build(const ResumePoint& resume) {
   TrainOptions seeded = options;
   seeded.accelerator.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
   acc.set_seed(plan.geometry.seed);              // Note [Dropout seeds]: and the same dropout masks
-  dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
+  dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset, comm.world_size()); });
   acc.prepare_model(*setup.model);
   weight_gradients = models::weight_gradients(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);

@@ -199,9 +199,9 @@ BOOST_AUTO_TEST_CASE(a_layer_runner_sees_every_layer) {
   const at::Tensor direct = model->forward(inputs).logits;
   BOOST_TEST(model->transformer_layers().size() == 2u);
   int calls = 0;
-  model->set_layer_runner([&](TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& mask) {
+  model->set_layer_runner([&](TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
     ++calls;
-    return layer.forward(hidden, mask);
+    return layer.forward(hidden, context);
   });
   BOOST_TEST(at::equal(model->forward(inputs).logits, direct));
   BOOST_TEST(calls == 2);

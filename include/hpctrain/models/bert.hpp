@@ -35,7 +35,7 @@ class BertEmbeddings : public torch::nn::Module {
 class BertSelfAttention : public torch::nn::Module {
  public:
   explicit BertSelfAttention(const io::BertConfig& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask);
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context);
 
   LoraLinear query{nullptr}, key{nullptr}, value{nullptr};
 
@@ -60,7 +60,7 @@ class BertResidualOutput : public torch::nn::Module {
 class BertLayer : public TransformerLayer {
  public:
   explicit BertLayer(const io::BertConfig& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) override;
 
   std::shared_ptr<BertSelfAttention> self_attention;      // "attention.self"
   std::shared_ptr<BertResidualOutput> attention_output;   // "attention.output"

@@ -1,5 +1,5 @@
 // Gradient checkpointing of transformer layers, as Transformers' gradient_checkpointing_enable(): in
-// training, each layer keeps only its input (and the key mask) and runs its forward again during backward,
+// training, each layer keeps only its input (and its LayerContext) and runs its forward again during backward,
 // trading one extra forward per layer for the layer's activations (Note [Layer checkpointing]).
 #pragma once
 

@@ -35,7 +35,7 @@ class DistilBertEmbeddings : public torch::nn::Module {
 class DistilBertAttention : public torch::nn::Module {  // transformers' MultiHeadSelfAttention
  public:
   explicit DistilBertAttention(const io::DistilBertConfig& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask);
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context);
 
   LoraLinear q_lin{nullptr}, k_lin{nullptr}, v_lin{nullptr}, out_lin{nullptr};
 
@@ -59,7 +59,7 @@ class DistilBertFFN : public torch::nn::Module {
 class DistilBertLayer : public TransformerLayer {  // transformers' TransformerBlock
  public:
   explicit DistilBertLayer(const io::DistilBertConfig& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) override;
 
   std::shared_ptr<DistilBertAttention> attention;
   torch::nn::LayerNorm sa_layer_norm{nullptr};

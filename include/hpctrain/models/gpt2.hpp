@@ -44,7 +44,7 @@ class Gpt2Attention : public torch::nn::Module {
  public:
   explicit Gpt2Attention(const io::Gpt2Config& config);
   // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache = nullptr);
 
   std::shared_ptr<Gpt2Conv1D> c_attn;  // [D, 3D]: q, k, v side by side
   std::shared_ptr<Gpt2Conv1D> c_proj;
@@ -69,7 +69,7 @@ class Gpt2Mlp : public torch::nn::Module {
 class Gpt2Block : public TransformerLayer {
  public:
   explicit Gpt2Block(const io::Gpt2Config& config);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) override;
   at::Tensor forward_cached(const at::Tensor& hidden, LayerKvCache& cache);  // Note [KV cache]
 
   torch::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};

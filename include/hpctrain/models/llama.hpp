@@ -52,7 +52,7 @@ class LlamaAttention : public torch::nn::Module {
   LlamaAttention(const io::LlamaConfig& config, bool qkv_bias, bool o_bias,
                  std::shared_ptr<const RotaryEmbedding> rotary);
   // cache: this layer's keys and values, appended to and attended to (Note [KV cache]); null in training.
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask, LayerKvCache* cache = nullptr);
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache = nullptr);
 
   LoraLinear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
 
@@ -76,7 +76,7 @@ class LlamaMlp : public torch::nn::Module {  // down(act(gate(x)) * up(x))
 class LlamaDecoderLayer : public TransformerLayer {
  public:
   LlamaDecoderLayer(const io::LlamaConfig& config, bool qwen2, std::shared_ptr<const RotaryEmbedding> rotary);
-  at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) override;
+  at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) override;
   at::Tensor forward_cached(const at::Tensor& hidden, LayerKvCache& cache);  // Note [KV cache]
 
   std::shared_ptr<LlamaAttention> self_attn;

@@ -41,18 +41,42 @@ struct ModelOutput {
 [[nodiscard]] at::Tensor classification_loss(const at::Tensor& logits, const at::Tensor& labels,
                                              io::ProblemType problem_type);
 
-// One transformer block: a pure function of (hidden, key_mask) given its parameters (and, in training,
-// the dropout RNG), so a wrapper can recompute it for gradient checkpointing.
-// hidden: [B, L, D]; key_mask: [B, L], 1 = attend, 0 = padding, any dtype, or undefined (no padding).
+// Note [Layer context]
+// What a transformer layer reads besides the hidden states is one LayerContext, built once per forward from the
+// batch (LayerContext::of) and handed unchanged to every layer, to the layer runner (checkpointing, profiling,
+// parameter gathers) and to the attention. A new per-token input of the layers (positions, document boundaries
+// of packed rows) is a new field here: the models read it where they need it, and gradient checkpointing saves
+// and restores every field through tensors()/from_tensors(), so no runner or wrapper changes with it.
+struct LayerContext {
+  at::Tensor key_mask;  // [B, L], 1 = attend, 0 = padding, any dtype; undefined = no padding
+
+  // The context of a batch: its attention_mask as the key mask.
+  [[nodiscard]] static LayerContext of(const ModelInputs& inputs) {
+    LayerContext context;
+    context.key_mask = inputs.attention_mask;
+    return context;
+  }
+  // Every field, in a fixed order (undefined ones included), and the context back from such a list: what
+  // gradient checkpointing keeps for the recomputation (Note [Layer checkpointing]).
+  [[nodiscard]] std::vector<at::Tensor> tensors() const { return {key_mask}; }
+  [[nodiscard]] static LayerContext from_tensors(const std::vector<at::Tensor>& tensors) {
+    LayerContext context;
+    context.key_mask = tensors.at(0);
+    return context;
+  }
+};
+
+// One transformer block: a pure function of (hidden, context) given its parameters (and, in training,
+// the dropout RNG), so a wrapper can recompute it for gradient checkpointing. hidden: [B, L, D].
 class TransformerLayer : public torch::nn::Module {
  public:
   using torch::nn::Module::Module;
-  virtual at::Tensor forward(const at::Tensor& hidden, const at::Tensor& key_mask) = 0;
+  virtual at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) = 0;
 };
 
-// Runs one layer; the plain runner calls layer.forward(hidden, key_mask).
-using LayerRunner = std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden,
-                                             const at::Tensor& key_mask)>;
+// Runs one layer; the plain runner calls layer.forward(hidden, context).
+using LayerRunner =
+    std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context)>;
 
 // Note [Layer runner chain]
 // A model runs each transformer layer through a chain of links ending in layer.forward: each link does its work
@@ -62,7 +86,7 @@ using LayerRunner = std::function<at::Tensor(TransformerLayer& layer, const at::
 // recomputation in backward then finds the parameters gathered, and a custom runner (set_layer_runner, e.g. a
 // profiler) is innermost. `next` stays valid while the model's links are not changed.
 using LayerLink = std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden,
-                                           const at::Tensor& key_mask, const LayerRunner& next)>;
+                                           const LayerContext& context, const LayerRunner& next)>;
 enum class LayerLinkPlace { parameter_gather = 0, checkpointing = 1, custom = 2 };  // outermost first
 
 // Note [Unit hooks]
@@ -122,8 +146,8 @@ class Model : public torch::nn::Module {
   [[nodiscard]] const io::HfConfig& config() const { return config_; }
 
  protected:
-  at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask) {
-    return chain_.empty() ? layer.forward(hidden, key_mask) : chain_.front()(layer, hidden, key_mask);
+  at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
+    return chain_.empty() ? layer.forward(hidden, context) : chain_.front()(layer, hidden, context);
   }
   at::Tensor run_unit(UnitKind kind, const at::Tensor& input, const UnitBody& body) {
     return unit_runner_ ? unit_runner_(kind, input, body) : body(input);

@@ -86,11 +86,11 @@ class UnitGathers {
     return output;
   }
 
-  at::Tensor run_layer(models::TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask,
+  at::Tensor run_layer(models::TransformerLayer& layer, const at::Tensor& hidden, const models::LayerContext& context,
                        const models::LayerRunner& next) {
     const auto found = map_.layer_unit.find(&layer);
-    if (found == map_.layer_unit.end()) return next(layer, hidden, key_mask);  // a layer without parameters
-    return run({found->second}, false, hidden, [&](const at::Tensor& input) { return next(layer, input, key_mask); });
+    if (found == map_.layer_unit.end()) return next(layer, hidden, context);  // a layer without parameters
+    return run({found->second}, false, hidden, [&](const at::Tensor& input) { return next(layer, input, context); });
   }
 
   at::Tensor run_unit(UnitKind kind, const at::Tensor& input, const models::UnitBody& body) {
@@ -173,8 +173,10 @@ class FullySharded final : public StrategyBase {
     gathers_ = std::make_unique<UnitGathers>(*sharded_, std::move(map), options().zero_reshard_after_forward,
                                              comm().rank());
     model->set_layer_link(models::LayerLinkPlace::parameter_gather,
-                          [this](models::TransformerLayer& layer, const at::Tensor& hidden, const at::Tensor& key_mask,
-                                 const models::LayerRunner& next) { return gathers_->run_layer(layer, hidden, key_mask, next); });
+                          [this](models::TransformerLayer& layer, const at::Tensor& hidden,
+                                 const models::LayerContext& context, const models::LayerRunner& next) {
+                            return gathers_->run_layer(layer, hidden, context, next);
+                          });
     model->set_unit_runner([this](UnitKind kind, const at::Tensor& input, const models::UnitBody& body) {
       return gathers_->run_unit(kind, input, body);
     });
