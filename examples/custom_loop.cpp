@@ -31,6 +31,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/registry.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/objective.hpp"
 #include "hpctrain/optim/optimizer.hpp"
@@ -73,7 +74,8 @@ int run(dist::Comm& comm, const Args& args) {
   // Any optimizer through the optim::Optimizer interface; --optim's names (optim::optimizer_names()).
   optim::OptimizerOptions optimizer_options;
   optimizer_options.optim = args.optim;
-  const std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(optimizer_options, model->named_parameters().pairs());
+  const std::unique_ptr<optim::Optimizer> optimizer = optim::make_optimizer(
+      optimizer_options, model->named_parameters().pairs(), models::no_weight_decay_parameters(*model));
   loader::LoaderOptions train_data;
   train_data.batch_size = 4, train_data.shuffle = data::ShuffleMode::global, train_data.seed = kSeed;
   auto train_loader = acc.prepare(*model, *optimizer, args.data, train_data);

@@ -33,6 +33,7 @@
 #include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/models/registry.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 
@@ -226,7 +227,8 @@ int run(dist::Comm& comm, const Settings& s) {
   torch::manual_seed(0);
   const auto model = models::from_config(io::HfConfig::from_json(bench::benchmark_config(s.model), "bench_train"));
   acc.prepare_model(*model);
-  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, model->named_parameters().pairs());  // AdamW
+  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, model->named_parameters().pairs(),
+                                               models::no_weight_decay_parameters(*model));  // AdamW
   model->train();
   torch::manual_seed(1 + static_cast<uint64_t>(comm.rank()));  // each rank its own batch
   const models::ModelInputs inputs = bench::benchmark_inputs(s.model, s.batch, s.seq_length);

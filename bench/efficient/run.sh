@@ -11,13 +11,13 @@
 # OPENBLAS_CORETYPE is unset for every hpctrain run so that its BLAS fix acts (Note [BLAS kernels]); the torch
 # wheel multiplies on MKL, which ignores it. Builds nothing.
 # Usage: bench/efficient/run.sh [BUILD_DIR=build] [ROUNDS=2]
-# (PYTHON: the torch peer's interpreter, default /work/venv-torch2/bin/python; RESULTS: a JSON-lines file to keep
+# (PYTHON: the torch peer's interpreter, default .venv-torch2/bin/python of scripts/setup-torch2.sh; RESULTS: a JSON-lines file to keep
 # the runs in and append to.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
 rounds=${2:-2}
-python=${PYTHON:-/work/venv-torch2/bin/python}
+python=${PYTHON:-.venv-torch2/bin/python}  # scripts/setup-torch2.sh makes this venv
 bench_bin=$build/bench/bench_train
 [[ -x $bench_bin ]] || { echo "error: $bench_bin not found; build it: scripts/build.sh --target bench_train" >&2; exit 1; }
 "$python" -c 'import torch.distributed' 2>/dev/null || { echo "error: $python cannot import torch (set PYTHON)" >&2; exit 1; }

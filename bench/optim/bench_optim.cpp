@@ -14,6 +14,7 @@
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/registry.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/threads.hpp"
 
@@ -130,7 +131,8 @@ int main(int argc, char** argv) {
     optimizer_options.weight_decay = 0.01;
     optimizer_options.sgd_momentum = 0.9;  // the common SGD (a momentum buffer), as the peer's
     hpctrain::optim::validate_optimizer_options(optimizer_options);
-    const auto optimizer = hpctrain::optim::make_optimizer(optimizer_options, named);
+    const auto optimizer = hpctrain::optim::make_optimizer(optimizer_options, named,
+                                                                 hpctrain::models::no_weight_decay_parameters(*model));
     const double median = time_steps(*optimizer, options.warmup, options.steps);
     const nlohmann::json result{{"impl", "hpctrain"},         {"model", options.model},
                                 {"optim", optimizer->type()}, {"threads", options.threads},

@@ -2,14 +2,14 @@
 # Throughput and peak RSS of `hpctrain prep text` (1 rank, 2 ranks) against the Hugging Face `datasets` peer
 # (map(tokenizer, batched=True, num_proc=N) writing Arrow) on the fortunes corpus repeated to SIZE MB.
 # Usage: bench/prep/run.sh BUILD_DIR [SIZES_MB="200 2000"] [PEER_MAX_MB=200]
-# The peer needs a venv with datasets + tokenizers: PEER_PYTHON (default /work/wt/prep-venv/bin/python).
+# The peer needs a venv with datasets + tokenizers: PEER_PYTHON (default python3).
 # Generated inputs and outputs live in BENCH_DIR (default /tmp/hpctrain-bench-prep) and are deleted at the end.
 set -euo pipefail
 BUILD=$(cd "${1:?build dir}" && pwd)
 SIZES=${2:-"200 2000"}
 PEER_MAX_MB=${3:-200}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-PEER_PYTHON=${PEER_PYTHON:-/work/wt/prep-venv/bin/python}
+PEER_PYTHON=${PEER_PYTHON:-python3}
 DIR=${BENCH_DIR:-/tmp/hpctrain-bench-prep}
 TOKENIZER=$REPO/data/bert-base-uncased
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 TOKENIZERS_PARALLELISM=false RAYON_NUM_THREADS=1

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/models/generation.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/pretrained.hpp"
@@ -27,13 +28,14 @@ namespace fs = std::filesystem;
 
 constexpr const char* kGenerateUsage =
     "hpctrain generate --model DIR [--adapter DIR] [--tokenizer DIR] --prompt TEXT --max-new-tokens N "
-    "[--temperature T --top-k K --top-p P --seed S] [--json]\n"
+    "[--temperature T --top-k K --top-p P --seed S --num-return-sequences N] [--json]\n"
     "  one process (refused when a launcher started several); greedy unless --temperature > 0";
 
 struct GenerateOptions {
   std::string model, adapter, tokenizer, prompt;
   models::GenerationOptions generation;
   int64_t seed = 0;
+  int64_t num_return_sequences = 1;
   int threads = 0;
   bool json = false;
 };
@@ -57,9 +59,12 @@ po::options_description generate_options(GenerateOptions& o) {
        "sum to >= P (1: all)")
       ("seed", po::value(&o.seed)->default_value(0), "sampling: the same seed draws the same tokens (hpctrain's own "
        "generator: not the tokens torch.manual_seed gives transformers)")
+      ("num-return-sequences", po::value(&o.num_return_sequences)->default_value(1), "sampling: draw N continuations "
+       "of the prompt in one call, one after the other from the seed's generator (one output each; greedy: 1)")
       ("threads", po::value(&o.threads)->default_value(0), "CPU threads (0: the cores)")
-      ("json", po::bool_switch(&o.json), "print one JSON object {\"prompt_ids\", \"new_ids\", \"text\"}: text is the "
-       "new tokens decoded (the prompt not included, EOS token included when generation stopped at it)");
+      ("json", po::bool_switch(&o.json), "print one JSON object {\"prompt_ids\", \"new_ids\", \"text\"} per line "
+       "(one per sequence): text is the new tokens decoded (the prompt not included, EOS token included when "
+       "generation stopped at it)");
   return options;
 }
 
@@ -72,6 +77,21 @@ long launched_processes() {
   return most;
 }
 
+// Runs `check` (a models:: check whose errors start "field_name: ...") with the error naming the option instead:
+// "top_k: expected ..." -> "--top-k: expected ...".
+template <typename Check>
+void naming_options(const Check& check) {
+  try {
+    check();
+  } catch (const Error& error) {
+    std::string message = error.what();
+    const auto colon = message.find(':');
+    std::string field = message.substr(0, colon);
+    std::replace(field.begin(), field.end(), '_', '-');
+    fail("--{}{}", field, message.substr(colon));
+  }
+}
+
 void check_generate_options(const GenerateOptions& o) {
   const long processes = launched_processes();
   HPCTRAIN_CHECK(processes <= 1,
@@ -80,15 +100,14 @@ void check_generate_options(const GenerateOptions& o) {
                  processes);
   HPCTRAIN_CHECK(o.seed >= 0, "--seed: expected an integer >= 0, got {}", o.seed);
   HPCTRAIN_CHECK(o.threads >= 0, "--threads: expected a count >= 0 (0: the cores), got {}", o.threads);
-  try {
-    models::check_generation_options(o.generation);
-  } catch (const Error& error) {  // "top_k: expected ..." -> "--top-k: expected ..."
-    std::string message = error.what();
-    const auto colon = message.find(':');
-    std::string field = message.substr(0, colon);
-    std::replace(field.begin(), field.end(), '_', '-');
-    fail("--{}{}", field, message.substr(colon));
-  }
+  constexpr int64_t kMostSequences = 1 << 16;
+  HPCTRAIN_CHECK(o.num_return_sequences >= 1 && o.num_return_sequences <= kMostSequences,
+                 "--num-return-sequences: expected 1 to {}, got {}", kMostSequences, o.num_return_sequences);
+  HPCTRAIN_CHECK(o.num_return_sequences == 1 || o.generation.temperature > 0,
+                 "--num-return-sequences {}: greedy decoding (--temperature 0) gives one sequence (as transformers "
+                 "refuses num_return_sequences > 1 without sampling)\n  hint: add --temperature T > 0 to sample",
+                 o.num_return_sequences);
+  naming_options([&] { models::check_generation_options(o.generation); });
   if (o.generation.temperature == 0 && (o.generation.top_k != 0 || o.generation.top_p != 1.0))
     log::warning("--top-k and --top-p apply when sampling (--temperature > 0); greedy decoding ignores them");
 }
@@ -126,14 +145,19 @@ int generate_command(const Args& args) {
   const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(tokenizer_dir);
   const std::vector<int32_t> encoded = tokenizer.encode(o.prompt);
   const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());
+  naming_options([&] {  // before any token: the limit is named with --max-new-tokens
+    models::check_generation_fits(model->config(), static_cast<int64_t>(prompt_ids.size()),
+                                  o.generation.max_new_tokens, core::available_host_memory());
+  });
   o.generation.seed = static_cast<uint64_t>(o.seed);
   o.generation.eos_token_ids = models::eos_token_ids(o.model);
-  const std::vector<int64_t> new_ids = models::generate(*model, prompt_ids, o.generation);
-  const std::string text = tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
-  if (o.json) {
-    std::cout << nlohmann::json{{"prompt_ids", prompt_ids}, {"new_ids", new_ids}, {"text", text}}.dump() << "\n";
-  } else {
-    std::cout << o.prompt << text << "\n";
+  for (const std::vector<int64_t>& new_ids : models::generate(*model, prompt_ids, o.generation, o.num_return_sequences)) {
+    const std::string text = tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
+    if (o.json) {
+      std::cout << nlohmann::json{{"prompt_ids", prompt_ids}, {"new_ids", new_ids}, {"text", text}}.dump() << "\n";
+    } else {
+      std::cout << o.prompt << text << "\n";
+    }
   }
   return 0;
 }

@@ -25,6 +25,7 @@
 #include "hpctrain/train/evaluation.hpp"
 #include "hpctrain/train/objective.hpp"
 #include "hpctrain/train/run_agreement.hpp"
+#include "hpctrain/train/split_progress.hpp"
 #include "hpctrain/train/threads.hpp"
 #include "option_parsing.hpp"
 
@@ -39,6 +40,7 @@ struct ModelDataOptions {
   int64_t cache_mb = 512;
   int threads = 0;
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
+  bool progress = true;  // rank 0's: not agreed (Note [Agreed options])
 };
 
 void add_model_data_options(po::options_description& options, ModelDataOptions& values) {
@@ -54,13 +56,17 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
       ("threads", po::value(&values.threads)->default_value(0), "CPU threads per rank (0: cores on the node / ranks on the node)")
       ("device", po::value(&values.device)->default_value(values.device), "auto | cpu | cuda")
       ("collective-timeout", po::value(&values.collective_timeout)->default_value(values.collective_timeout),
-       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)");
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
+      ("no-progress", po::bool_switch()->notifier([&values](bool off) { values.progress = !off; }),
+       "no progress bar or progress lines on stderr (shown as train shows them: a bar on a terminal, else a line "
+       "at every tenth of a split of 10 batches or more)");
 }
 
 // Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads
 // may differ per node; --output and --json are rank 0's.
 train::RunDescription describe(const ModelDataOptions& o, const data::DatasetReader& dataset) {
-  static_assert(core::field_count<ModelDataOptions>() == 9, "ModelDataOptions changed: describe the new member here");
+  static_assert(core::field_count<ModelDataOptions>() == 10, "ModelDataOptions changed: describe the new member here");
+  // --no-progress is rank 0's (the others show nothing): not compared.
   train::RunDescription description = {{"--model", train::path_identity(o.model)},
                                        {"--adapter", o.adapter.empty() ? "" : train::path_identity(o.adapter)},
                                        {"--split", o.split},
@@ -107,8 +113,11 @@ loader::LoaderOptions split_loader_options(const ModelDataOptions& options, dist
 // The dataset and the model's config are checked against each other (Note [Model fits the dataset]) before
 // the weights are read; then the weights must be finite. Collective: every rank fails together.
 Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
-  HPCTRAIN_CHECK(options.batch_size > 0, "--batch-size must be positive, got {}", options.batch_size);
-  HPCTRAIN_CHECK(options.cache_mb > 0, "--cache-mb must be positive, got {}", options.cache_mb);
+  // Bounded before any arithmetic (cache_mb << 20; issue 30).
+  HPCTRAIN_CHECK(options.batch_size > 0 && options.batch_size <= (int64_t{1} << 24),
+                 "--batch-size {}: expected 1 to {}", options.batch_size, int64_t{1} << 24);
+  HPCTRAIN_CHECK(options.cache_mb > 0 && options.cache_mb <= (int64_t{1} << 30), "--cache-mb {}: expected 1 to {} MiB",
+                 options.cache_mb, int64_t{1} << 30);
   (void)train::apply_threads(options.threads, comm.local_size());
   Loaded loaded;
   dist::run_collectively(comm, "loading the model and the dataset", [&] {
@@ -170,6 +179,8 @@ int eval_command(const Args& args, dist::Comm& comm) {
   Loaded loaded = load_model_and_data(options, comm);
   const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: the task's report
   const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
+  train::SplitProgress progress("eval", loaded.loader->batches_per_epoch(), comm.is_main_process(), options.progress);
+  loaded.loader->set_batch_observer([&progress](int64_t done) { progress.update(done); });
   const auto result = with_context(options, [&] { return objective->evaluate(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;
   if (json) std::cout << result.report.dump(2) << "\n";
@@ -180,25 +191,32 @@ int eval_command(const Args& args, dist::Comm& comm) {
 int predict_command(const Args& args, dist::Comm& comm) {
   ModelDataOptions options;
   std::string output;
-  bool overwrite = false;
+  bool overwrite = false, logits = false;
   po::options_description description("Predict");
   add_model_data_options(description, options);
   description.add_options()
       ("output", po::value(&output)->required(), "JSONL file: one line per example, in stored order")
-      ("overwrite", po::bool_switch(&overwrite), "replace an existing --output file (never one of the inputs)");
+      ("overwrite", po::bool_switch(&overwrite), "replace an existing --output file (never one of the inputs)")
+      ("logits", po::bool_switch(&logits), "a causal LM's lines add \"logprobs\": the log-probability of each "
+       "predicted token (position t's log_softmax at token t+1), to compare with transformers; a classifier's lines "
+       "carry their \"logits\" always");
   po::variables_map values;
-  if (!parse_options(args, "hpctrain predict --model DIR [--adapter DIR] --data FILE.h5 --split S --output preds.jsonl", description, values))
+  if (!parse_options(args, "hpctrain predict --model DIR [--adapter DIR] --data FILE.h5 --split S --output preds.jsonl [--logits]", description, values))
     return 0;
   agree_on_options(options, comm, "predict");
   dist::run_collectively(comm, "checking --output", [&] {
     if (!comm.is_main_process()) return;
     std::vector<fs::path> inputs = io::files_in(options.model);
+    for (const fs::path& file : io::files_in(options.adapter)) inputs.push_back(file);
     inputs.push_back(options.data);
     output = io::check_output_file(output, inputs, overwrite).string();
   });
   Loaded loaded = load_model_and_data(options, comm);
   const auto objective = train::make_objective(loaded.loader->reader());  // Note [Objectives]: what predict writes
-  const train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
+  train::EvalContext context{comm, loaded.device, train::NonFinite::fail, std::nullopt};
+  context.logits = logits;
+  train::SplitProgress progress("predict", loaded.loader->batches_per_epoch(), comm.is_main_process(), options.progress);
+  loaded.loader->set_batch_observer([&progress](int64_t done) { progress.update(done); });
   const std::string text =
       with_context(options, [&] { return objective->predictions(*loaded.model, *loaded.loader, context); });
   if (!comm.is_main_process()) return 0;

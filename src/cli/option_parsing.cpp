@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "hpctrain/core/error.hpp"
 
@@ -37,6 +39,39 @@ void reject_stray_words(const po::parsed_options& parsed, const std::vector<std:
   }
 }
 
+// Levenshtein distance between a and b.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// " (did you mean --NAME?)" for the declared option nearest to `typed` (a misspelling: at most a third of its
+// letters off, or a prefix of it), else "".
+std::string did_you_mean(const std::string& typed, const po::options_description& options) {
+  std::string word = typed;
+  while (!word.empty() && word.front() == '-') word.erase(word.begin());
+  const std::string key = word.substr(0, word.find('='));
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, key.size() / 3) + 1;
+  for (const auto& option : options.options()) {
+    const std::string& name = option->long_name();
+    if (name.empty() || name == kStrayWords) continue;
+    const std::size_t distance = name.rfind(key, 0) == 0 && !key.empty() ? 1 : edit_distance(key, name);
+    if (distance < best_distance) best = name, best_distance = distance;
+  }
+  return best.empty() ? "" : fmt::format(" (did you mean --{}?)", best);
+}
+
 void read_config_file(const std::string& path, po::options_description& options, po::variables_map& values) {
   std::error_code error;
   HPCTRAIN_CHECK(std::filesystem::exists(path, error), "--config '{}': no such file", path);
@@ -48,6 +83,8 @@ void read_config_file(const std::string& path, po::options_description& options,
   HPCTRAIN_CHECK(file.good(), "--config '{}' cannot be opened", path);
   try {
     po::store(po::parse_config_file(file, options), values);
+  } catch (const po::unknown_option& e) {
+    fail("--config '{}': {}{}", path, e.what(), did_you_mean(e.get_option_name(), options));
   } catch (const po::error& e) {
     fail("--config '{}': {}", path, e.what());
   }
@@ -79,6 +116,9 @@ bool parse_options(const std::vector<std::string>& args, const std::string& usag
     }
     if (values.count("config")) read_config_file(values["config"].as<std::string>(), options, values);
     po::notify(values);
+  } catch (const po::unknown_option& e) {
+    fail("{}{}\n  usage: {}\n  hint: run with --help to list the options", e.what(), did_you_mean(e.get_option_name(), all),
+         usage);
   } catch (const po::error& e) {
     fail("{}\n  usage: {}\n  hint: run with --help to list the options", e.what(), usage);
   }

@@ -42,21 +42,36 @@ void print_report(const prep::TextPrepOptions& options, const prep::TextPrepRepo
                  report.rows_with_invalid_utf8);
 }
 
+std::string lm_rows(prep::LmPacking packing, int row_length) {
+  switch (packing) {
+    case prep::LmPacking::wrapped: return fmt::format("rows of {} tokens", row_length);
+    case prep::LmPacking::none: return fmt::format("one row per document, at most {} tokens", row_length);
+    default: return fmt::format("rows of whole documents, at most {} tokens, best-fit-decreasing", row_length);
+  }
+}
+
 void print_report(const prep::LmPrepOptions& options, const prep::LmPrepReport& report) {
-  log::info("wrote {} ({}) in {}", options.output.string(),
-            options.packing ? fmt::format("rows of {} tokens", report.row_length)
-                            : fmt::format("one row per document, at most {} tokens", report.row_length),
+  log::info("wrote {} ({}) in {}", options.output.string(), lm_rows(options.packing, report.row_length),
             format_duration(report.seconds));
   std::string phases;
   for (const auto& [name, seconds] : report.phases) phases += fmt::format("{}{} {:.1f} s", phases.empty() ? "" : ", ", name, seconds);
   if (!phases.empty()) log::info("  phases (rank 0): {}", phases);
   for (const auto& split : report.splits) {
-    log::info("  {}: {} documents ({} tokens) -> {} rows ({} tokens)", split.name, split.documents,
-              split.document_tokens, split.rows, split.tokens);
-    if (options.packing && split.document_tokens > split.tokens)
+    log::info("  {}: {} documents ({} tokens) -> {} rows ({} tokens), fill {:.1f} % (tokens / (rows x {}))", split.name,
+              split.documents, split.document_tokens, split.rows, split.tokens,
+              100.0 * static_cast<double>(split.tokens) / static_cast<double>(std::max<int64_t>(1, split.rows * report.row_length)),
+              report.row_length);
+    if (options.packing == prep::LmPacking::wrapped && split.document_tokens > split.tokens)
       log::info("    the last {} tokens did not fill a row and were dropped", split.document_tokens - split.tokens);
+    if (options.packing == prep::LmPacking::bfd_split && split.segments > split.documents)
+      log::info("    {} documents longer than a row were split: {} pieces packed", split.segments - split.documents,
+                split.segments);
   }
-  if (report.truncated > 0) log::info("  {} documents were cut to {} tokens", report.truncated, report.row_length);
+  if (report.truncated > 0 && options.packing == prep::LmPacking::bfd)
+    log::warning("{} documents were longer than a row and cut to their first {} tokens (their other tokens are not in "
+                 "the file; --packing bfd_split keeps them as further pieces)", report.truncated, report.row_length);
+  else if (report.truncated > 0)
+    log::info("  {} documents were cut to {} tokens", report.truncated, report.row_length);
   for (const auto& [reason, count] : report.skipped) log::warning("skipped {} rows: {}", count, reason);
   if (report.rows_with_invalid_utf8 > 0)
     log::warning("{} rows held invalid UTF-8; each invalid byte sequence was read as U+FFFD", report.rows_with_invalid_utf8);
@@ -65,7 +80,7 @@ void print_report(const prep::LmPrepOptions& options, const prep::LmPrepReport& 
 // The options of `prep lm` (docs: README "Preparing data", docs/hdf5-format.md "causal-lm").
 struct LmOptionText {
   std::vector<std::string> inputs;
-  std::string validation_input, tokenizer, output, packing = "group", compression;
+  std::string validation_input, tokenizer, output, packing = "wrapped", compression;
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
 };
 
@@ -79,9 +94,9 @@ po::options_description lm_options(prep::LmPrepOptions& options, LmOptionText& t
   po::options_description tokenizer_options("Tokenizer and rows");
   tokenizer_options.add_options()
       ("tokenizer", po::value(&text.tokenizer)->required(), "Hugging Face folder with a byte-level BPE tokenizer.json and tokenizer_config.json (its eos_token ends every document)")
-      ("block-size", po::value(&options.block_size)->default_value(0), "tokens per packed row (0: min(1024, model_max_length), as run_clm)")
-      ("packing", po::value(&text.packing)->default_value(text.packing), "group: documents concatenated and cut into rows of --block-size tokens, the rest dropped; none: one row per document")
-      ("max-length", po::value(&options.max_length)->default_value(0), "--packing none: a document's first N tokens (0: as --block-size)");
+      ("block-size", po::value(&options.block_size)->default_value(0), "--packing wrapped: tokens per row (0: min(1024, model_max_length), as run_clm)")
+      ("packing", po::value(&text.packing)->default_value(text.packing), "wrapped (or group): documents concatenated and cut into rows of --block-size tokens, the rest dropped; bfd: whole documents (cut to --max-length, counted) packed into rows of up to --max-length tokens by best-fit-decreasing, their boundaries kept (positions restart and attention stops at each); bfd_split: as bfd, documents longer than a row split into pieces; none: one row per document")
+      ("max-length", po::value(&options.max_length), "--packing bfd, bfd_split: tokens per row; none: a document's first N tokens (default: as --block-size)");
   po::options_description output_options("Output");
   output_options.add_options()
       ("output", po::value(&text.output)->required(), "the HDF5 file to write")
@@ -109,8 +124,11 @@ int prep_lm_command(const Args& args, const std::string& command_line, dist::Com
   po::options_description all = lm_options(options, text);
   po::variables_map values;
   if (!parse_options(args, "hpctrain prep lm --input FILE... --tokenizer DIR --output FILE.h5 [options]", all, values)) return 0;
-  HPCTRAIN_CHECK(text.packing == "group" || text.packing == "none", "--packing '{}': expected group or none", text.packing);
-  options.packing = text.packing == "group";
+  options.packing = prep::parse_lm_packing(text.packing);
+  // Note: --max-length given as 0 or 1 is refused (a row must hold an input and a target); omitted, it is the default.
+  HPCTRAIN_CHECK(values.count("max-length") == 0 || options.max_length >= 2,
+                 "--max-length {}: expected at least 2 tokens per row (an input and its next token); omit it for "
+                 "min(1024, model_max_length)", options.max_length);
   for (const auto& input : text.inputs) options.inputs.emplace_back(input);
   options.validation_input = text.validation_input;
   options.tokenizer_dir = text.tokenizer;

@@ -29,6 +29,7 @@ void hash_split(Sha256& hash, const DatasetReader& reader, const SplitInfo& info
     const TextExamples text = reader.read_text(info.name, 0, first);
     hash_values(hash, text.input_ids), hash_values(hash, text.offsets), hash_values(hash, text.labels);
     hash_values(hash, text.token_type_ids);
+    hash_values(hash, text.document_start);  // empty (nothing hashed) in files without document boundaries
   } else {
     const ImageExamples images = reader.read_images(info.name, 0, first);
     hash_values(hash, images.pixels), hash_values(hash, images.labels);

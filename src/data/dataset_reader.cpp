@@ -27,7 +27,7 @@ std::string format_dims(const std::vector<int64_t>& dims) { return fmt::format("
 struct OpenSplit {
   SplitInfo info;
   std::string where;  // "<file>:/<split>", the prefix of every message
-  h5::Handle group, input_ids, offsets, token_type_ids, labels, source_index, pixels;
+  h5::Handle group, input_ids, offsets, token_type_ids, document_start, labels, source_index, pixels;
 
   [[nodiscard]] std::string at(const char* dataset) const { return fmt::format("{}/{}", where, dataset); }
 };
@@ -105,6 +105,13 @@ void check_tokens(const OpenSplit& split, const TextExamples& text, const std::v
       HPCTRAIN_CHECK(!text.has_token_type_ids() || text.token_type_ids[t] < schema::kNumTokenTypes,
                      "{}[{}] = {} (example {}): expected 0 or 1", split.at(schema::kTokenTypeIds),
                      absolute[example] + t - text.offsets[example], text.token_type_ids[t], first + example);
+      // Note [Document boundaries] (examples.cpp)
+      const bool row_start = t == text.offsets[example];
+      HPCTRAIN_CHECK(!text.has_document_starts() || text.document_start[t] == 1 ||
+                         (text.document_start[t] == 0 && !row_start),
+                     "{}[{}] = {} (example {}): expected {}", split.at(schema::kDocumentStart),
+                     absolute[example] + t - text.offsets[example], text.document_start[t], first + example,
+                     row_start ? "1 (the first token of a row begins a document)" : "0 or 1");
     }
   }
 }
@@ -270,6 +277,10 @@ void DatasetReader::Impl::open_text(OpenSplit& split) const {
   if (split.info.has_token_type_ids) {
     split.token_type_ids = open_checked(split, schema::kTokenTypeIds, h5::Type::u8, {split.info.num_tokens});
   }
+  split.info.has_document_starts = h5::has_link(split.group.get(), schema::kDocumentStart);
+  if (split.info.has_document_starts) {
+    split.document_start = open_checked(split, schema::kDocumentStart, h5::Type::u8, {split.info.num_tokens});
+  }
   // The two ends of offsets pin every later hyperslab read inside input_ids.
   const auto first = read_vector<int64_t>(split.offsets, 0, 1);
   const auto last = read_vector<int64_t>(split.offsets, n, n + 1);
@@ -311,6 +322,7 @@ TextExamples DatasetReader::Impl::read_text(const OpenSplit& split, int64_t begi
   for (size_t k = 0; k < absolute.size(); ++k) text.offsets[k] = absolute[k] - first_token;
   text.input_ids = read_vector<int32_t>(split.input_ids, first_token, end_token);
   if (split.info.has_token_type_ids) text.token_type_ids = read_vector<uint8_t>(split.token_type_ids, first_token, end_token);
+  if (split.info.has_document_starts) text.document_start = read_vector<uint8_t>(split.document_start, first_token, end_token);
   text.source_index = read_vector<int64_t>(split.source_index, begin, end);
   check_tokens(split, text, absolute, begin, vocab_size);
   if (has_labels(task)) {

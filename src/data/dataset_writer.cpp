@@ -22,10 +22,11 @@ struct TextColumns {
   h5::ChunkWriter input_ids, offsets, source_index;
   std::optional<h5::ChunkWriter> labels;          // not for causal-lm
   std::optional<h5::ChunkWriter> token_type_ids;  // sentence pairs only
+  std::optional<h5::ChunkWriter> document_start;  // rows packed by documents only
   void finish() {
     for (h5::ChunkWriter* column : {&input_ids, &offsets, &source_index}) column->finish();
-    if (labels) labels->finish();
-    if (token_type_ids) token_type_ids->finish();
+    for (auto* column : {&labels, &token_type_ids, &document_start})
+      if (*column) (*column)->finish();
   }
 };
 
@@ -34,6 +35,7 @@ struct WriterSplit {
   std::string name;
   bool is_text = true;
   bool has_pairs = false;
+  bool has_document_starts = false;
   h5::Handle group, labels, source_index, pixels;  // images
   std::optional<TextColumns> text;
   int64_t num_examples = 0, num_tokens = 0;
@@ -176,8 +178,9 @@ DatasetWriter::~DatasetWriter() {
 
 const fs::path& DatasetWriter::temporary_path() const { return state_->temporary_path; }
 
-void DatasetWriter::write_text_split(const std::string& split, const TextExamples& examples, bool has_pairs) {
-  begin_text_split(split, has_pairs);
+void DatasetWriter::write_text_split(const std::string& split, const TextExamples& examples, bool has_pairs,
+                                     bool has_document_starts) {
+  begin_text_split(split, has_pairs, has_document_starts);
   append_text(examples);
   end_split();
 }
@@ -188,10 +191,11 @@ void DatasetWriter::write_image_split(const std::string& split, const ImageExamp
   end_split();
 }
 
-void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pairs) {
+void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pairs, bool has_document_starts) {
   state_->begin_split(split_name, /*is_text=*/true);
   WriterSplit& split = *state_->split;
   split.has_pairs = has_pairs;
+  split.has_document_starts = has_document_starts;
   const h5::Id group = split.group.get();
   const WriterOptions& options = state_->options;
   auto column = [&](const char* name, h5::Type type, int64_t chunk) {
@@ -206,8 +210,10 @@ void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pai
   if (has_labels(state_->attributes.task)) labels.emplace(column(schema::kLabels, h5::Type::i64, schema::kExampleChunk));
   auto source_index = column(schema::kSourceIndex, h5::Type::i64, schema::kExampleChunk);
   split.text.emplace(TextColumns{std::move(input_ids), std::move(offsets), std::move(source_index), std::move(labels),
-                                 std::nullopt});
+                                 std::nullopt, std::nullopt});
   if (has_pairs) split.text->token_type_ids.emplace(column(schema::kTokenTypeIds, h5::Type::u8, schema::kTokenChunk));
+  if (has_document_starts)
+    split.text->document_start.emplace(column(schema::kDocumentStart, h5::Type::u8, schema::kTokenChunk));
   const int64_t zero = 0;
   split.text->offsets.append(&zero, 1);
 }
@@ -220,6 +226,9 @@ void DatasetWriter::append_text(const TextExamples& piece) {
   HPCTRAIN_CHECK(split.has_pairs == piece.has_token_type_ids() || piece.num_tokens() == 0,
                  "{}: the split was begun {} sentence pairs but this piece {} token_type_ids", what,
                  split.has_pairs ? "with" : "without", piece.has_token_type_ids() ? "has" : "has no");
+  HPCTRAIN_CHECK(split.has_document_starts == piece.has_document_starts() || piece.num_tokens() == 0,
+                 "{}: the split was begun {} document boundaries but this piece {} document_start", what,
+                 split.has_document_starts ? "with" : "without", piece.has_document_starts() ? "has" : "has no");
   state_->check_labels(piece.labels, piece.source_index);
   state_->check_tokens(piece);
 
@@ -228,6 +237,7 @@ void DatasetWriter::append_text(const TextExamples& piece) {
   TextColumns& text = *split.text;
   text.input_ids.append(piece.input_ids.data(), piece.num_tokens());
   if (split.has_pairs) text.token_type_ids->append(piece.token_type_ids.data(), piece.num_tokens());
+  if (split.has_document_starts) text.document_start->append(piece.document_start.data(), piece.num_tokens());
   text.offsets.append(offsets.data(), piece.size());
   if (text.labels) text.labels->append(piece.labels.data(), piece.size());
   text.source_index.append(piece.source_index.data(), piece.size());

@@ -5,6 +5,7 @@
 #include "hpctrain/core/error.hpp"
 
 #include <string_view>
+#include <vector>
 
 namespace hpctrain::io::detail {
 namespace {
@@ -23,18 +24,37 @@ std::int64_t aliased_integer(const ConfigFields& f, const char* key, const char*
   return aliased;
 }
 
-// "rope_parameters" (transformers 5.x) or "rope_theta" + "rope_scaling" (4.x); see RopeConfig.
-RopeConfig read_rope(const ConfigFields& f) {
+// Note [Rope settings]
+// As transformers 5.24 reads them (PreTrainedConfig.convert_rope_params_to_dict and standardize_rope_params):
+// the settings come from `rope_scaling or rope_parameters` — a non-empty "rope_scaling" object wins over
+// "rope_parameters" when a file has both (it used to be ignored, so the rotary frequencies and the loss
+// differed) — with rope_theta from that object, else the top-level "rope_theta", else 10000; "type" is the legacy
+// spelling of "rope_type"; linear needs "factor", llama3 "factor", "low_freq_factor" and "high_freq_factor" (refused
+// naming the field when missing, as transformers' KeyError), and its "original_max_position_embeddings" defaults
+// to max_position_embeddings. An unknown rope_type is refused naming the field (validate_rope). Golden:
+// tests/models/golden/causal_lm_reference.py's tiny-llama-rope-both case; causal_lm_config_test.cpp.
+RopeConfig read_rope(const ConfigFields& f, std::int64_t max_position_embeddings) {
   RopeConfig rope;
   rope.theta = f.number("rope_theta", rope.theta);
-  rope.parameters_key = f.has("rope_parameters");
-  const char* key = rope.parameters_key ? "rope_parameters" : "rope_scaling";
+  rope.original_max_position_embeddings = max_position_embeddings;
+  const auto non_empty = [&](const char* key) {
+    return f.has(key) && !(f.object().at(key).is_object() && f.object().at(key).empty());
+  };
+  const bool scaling = non_empty("rope_scaling");
+  rope.parameters_key = !scaling && f.has("rope_parameters");
+  const char* key = scaling ? "rope_scaling" : "rope_parameters";
   if (!f.has(key)) return rope;
   const json& object = f.object().at(key);
   if (!object.is_object()) f.wrong_type(key, "an object {\"rope_type\": ..., ...} or null");
   const ConfigFields sub(object, f.source() + ": " + key);
   rope.theta = sub.number("rope_theta", rope.theta);
   rope.type = sub.string("rope_type", sub.string("type", rope.type));  // "type": transformers' legacy spelling
+  std::vector<const char*> required;
+  if (rope.type == "linear") required = {"factor"};
+  if (rope.type == "llama3") required = {"factor", "low_freq_factor", "high_freq_factor"};
+  for (const char* field : required)
+    HPCTRAIN_CHECK(sub.has(field), "{}: {}: rope_type \"{}\" needs '{}' (transformers refuses the file without it)",
+                   f.source(), key, rope.type, field);
   rope.factor = sub.number("factor", rope.factor);
   rope.low_freq_factor = sub.number("low_freq_factor", rope.low_freq_factor);
   rope.high_freq_factor = sub.number("high_freq_factor", rope.high_freq_factor);
@@ -47,8 +67,8 @@ void validate_rope(const RopeConfig& r, const std::string& source) {
   const char* key = r.parameters_key ? "rope_parameters" : "rope_scaling";
   HPCTRAIN_CHECK(r.type == "default" || r.type == "linear" || r.type == "llama3",
                  "{}: {} rope_type \"{}\" is not "
-                 "supported; expected \"default\", \"linear\" or \"llama3\"",
-                 source, key, r.type);
+                 "supported; expected \"default\", \"linear\" or \"llama3\" (field '{}.rope_type')",
+                 source, key, r.type, key);
   HPCTRAIN_CHECK(r.theta > 0.0, "{}: rope_theta must be positive, got {}", source, r.theta);
   if (r.type == "default") return;
   HPCTRAIN_CHECK(r.factor > 0.0, "{}: {} factor must be positive, got {}", source, key, r.factor);
@@ -112,7 +132,7 @@ void read_llama_keys(const ConfigFields& f, LlamaConfig& c) {
   c.tie_word_embeddings = f.boolean("tie_word_embeddings", c.tie_word_embeddings);
   c.attention_dropout = f.number("attention_dropout", c.attention_dropout);
   c.pad_token_id = f.optional_integer("pad_token_id", c.pad_token_id);
-  c.rope = read_rope(f);
+  c.rope = read_rope(f, c.max_position_embeddings);
 }
 
 }  // namespace

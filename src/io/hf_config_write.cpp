@@ -20,10 +20,16 @@ void write_common(const CommonConfig& common, json& out) {
   } else if (out.contains("architectures")) {
     out["architectures"] = nullptr;
   }
-  json id2label = json::object();  // JSON keys are strings: {"0": "NEGATIVE", ...}
-  for (std::size_t i = 0; i < common.id2label.size(); ++i) id2label[std::to_string(i)] = common.id2label[i];
-  out["id2label"] = std::move(id2label);
-  out["label2id"] = common.label2id;
+  // A causal LM has no labels: transformers writes no id2label for one (the defaults LABEL_0, LABEL_1 are left
+  // out), so neither do we unless the file had them or they were set.
+  const bool causal = common.model_type == "gpt2" || common.model_type == "llama" || common.model_type == "qwen2";
+  const bool default_labels = common.id2label == CommonConfig{}.id2label && common.label2id == CommonConfig{}.label2id;
+  if (!(causal && default_labels && !out.contains("id2label"))) {
+    json id2label = json::object();  // JSON keys are strings: {"0": "NEGATIVE", ...}
+    for (std::size_t i = 0; i < common.id2label.size(); ++i) id2label[std::to_string(i)] = common.id2label[i];
+    out["id2label"] = std::move(id2label);
+    out["label2id"] = common.label2id;
+  }
   // transformers derives num_labels from id2label and does not write it; keep a hand-written one in step.
   if (out.contains("num_labels")) out["num_labels"] = common.num_labels();
   if (common.problem_type != ProblemType::unset) {

@@ -22,6 +22,16 @@ void fill_positions(Batch& batch, const std::vector<int64_t>& labels, const std:
   }
 }
 
+// Each token's place in its document (Note [Document boundaries]); padding goes on counting from the last
+// document, so that it joins that document's run (Note [Packed attention] in src/models/attention.cpp).
+void fill_document_positions(const uint8_t* starts, int64_t count, int64_t* out, int64_t length) {
+  int64_t place = 0;
+  for (int64_t t = 0; t < length; ++t) {
+    place = t < count && starts[t] != 0 ? 0 : place + 1;
+    out[t] = place;
+  }
+}
+
 }  // namespace
 
 Batch collate_text(const data::TextExamples& examples, const std::vector<data::SamplePosition>& positions,
@@ -42,6 +52,11 @@ Batch collate_text(const data::TextExamples& examples, const std::vector<data::S
   auto* ids = batch.input_ids.data_ptr<int64_t>();
   auto* mask = batch.attention_mask.data_ptr<int64_t>();
   auto* types = batch.token_type_ids.data_ptr<int64_t>();
+  int64_t* places = nullptr;
+  if (examples.has_document_starts()) {
+    batch.position_ids = torch::zeros({size, length}, torch::kLong);
+    places = batch.position_ids.data_ptr<int64_t>();
+  }
   for (int64_t i = 0; i < size; ++i) {
     const int64_t first = examples.offsets[i], count = examples.length(i);
     for (int64_t t = 0; t < count; ++t) {
@@ -49,6 +64,7 @@ Batch collate_text(const data::TextExamples& examples, const std::vector<data::S
       mask[i * length + t] = 1;
       if (examples.has_token_type_ids()) types[i * length + t] = examples.token_type_ids[first + t];
     }
+    if (places != nullptr) fill_document_positions(examples.document_start.data() + first, count, places + i * length, length);
   }
   fill_positions(batch, examples.labels, positions);
   return batch;
@@ -83,8 +99,8 @@ Batch collate_images(const data::ImageExamples& examples, const std::vector<data
 }
 
 Batch pin_memory(Batch batch) {
-  for (torch::Tensor* tensor : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids, &batch.pixel_values,
-                                &batch.labels, &batch.example_index, &batch.is_padding})
+  for (torch::Tensor* tensor : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids, &batch.position_ids,
+                                &batch.pixel_values, &batch.labels, &batch.example_index, &batch.is_padding})
     if (tensor->defined()) *tensor = tensor->pin_memory();
   return batch;
 }

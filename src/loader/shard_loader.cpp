@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -58,6 +59,8 @@ struct ShardLoader::Impl {
     std::map<int64_t, ExampleStore> blocks;  // streamed blocks in use (at most the two a batch spans)
   } epoch;
   bool started = false, finished = false;
+  std::function<void(int64_t)> observer;  // set_batch_observer's, on the caller's thread
+  int64_t handed = 0;                     // batches next() returned in this epoch (counted from first_batch)
   std::unique_ptr<BoundedQueue<Item>> queue;
   std::thread worker;
 
@@ -205,6 +208,7 @@ void ShardLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   impl.epoch.blocks.clear();
   impl.started = true;
   impl.finished = false;
+  impl.handed = first_batch;
   if (impl.options.prefetch_batches > 0) {
     impl.queue = std::make_unique<BoundedQueue<Item>>(static_cast<size_t>(impl.options.prefetch_batches));
     impl.worker = std::thread([&impl] {
@@ -214,7 +218,17 @@ void ShardLoader::start_epoch(int64_t epoch, int64_t first_batch) {
   }
 }
 
+void ShardLoader::set_batch_observer(std::function<void(int64_t batches_done)> observer) {
+  impl_->observer = std::move(observer);
+}
+
 std::optional<Batch> ShardLoader::next() {
+  std::optional<Batch> batch = next_batch();
+  if (batch && impl_->observer) impl_->observer(++impl_->handed);
+  return batch;
+}
+
+std::optional<Batch> ShardLoader::next_batch() {
   Impl& impl = *impl_;
   HPCTRAIN_CHECK(impl.started, "loader: next() called before start_epoch()");
   if (impl.finished) return std::nullopt;

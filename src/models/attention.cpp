@@ -34,6 +34,18 @@ namespace hpctrain::models::detail {
 // pass only the new queries (Note [KV cache] in include/hpctrain/models/kv_cache.hpp). Grouped-query heads are expanded to one key/value head per query head before the
 // kernel (linear in L; autograd sums the gradients of a group back into its key/value head).
 
+// Note [Packed attention]
+// A row packed from several documents (Note [Document boundaries] in src/data/examples.cpp) comes with document
+// ids [B, L] (equal within a document, which is one run of tokens; the right padding continues the last document,
+// where the causal order and the padding bias already keep it from every real query). Attention is causal and
+// block-diagonal: no query sees a key of another document. On the CPU BlockedAttention then runs one block per
+// document instead of one per batch item: the document's queries against its own keys, an [H, n, n] corner of the
+// same workspaces with the [n, n] corner of the causal mask, so the work is sum(n^2), not L^2, and a document's
+// numbers are those it has alone (up to the summation order of the products). Nothing [L, L] per row exists. On
+// CUDA (LibTorch 2) SDPA gets one float mask [B, 1, L, L], lowest value on "future or other document" keys
+// (causal_attention_bias), which the memory-efficient kernel takes; the stable C++ API has no variable-length
+// (cu_seqlens) flash entry, so the flash kernel is not used for packed rows.
+
 namespace {
 
 // torch.finfo(dtype).min for the floating dtypes activations can have.
@@ -83,23 +95,84 @@ at::Tensor future_keys(const at::Tensor& q, const at::Tensor& k, bool causal) {
   return at::ones({lq, lk}, q.options().dtype(at::kBool)).triu_(lk - lq + 1);
 }
 
+// One block of BlockedAttention: item b's queries [q_first, q_first + q_count) against its keys [k_first, k_first +
+// k_count): one block per item (all its queries and keys), or one per document of a packed row (Note [Packed
+// attention]). `stream` numbers the block's dropout mask.
+struct Block {
+  int64_t item = 0, q_first = 0, q_count = 0, k_first = 0, k_count = 0;
+  uint64_t stream = 0;
+};
+
+// documents empty: one block per item, its dropout stream the item's (as before packing existed). Else int64
+// [B, L] with Lq == Lk == L: one block per run of equal ids, numbered in order.
+std::vector<Block> blocks_of(const at::Tensor& q, const at::Tensor& k, const at::Tensor& documents) {
+  const int64_t batch = q.size(0), lq = q.size(2), lk = k.size(2);
+  std::vector<Block> blocks;
+  if (documents.numel() == 0) {
+    for (int64_t b = 0; b < batch; ++b) blocks.push_back({b, 0, lq, 0, lk, static_cast<uint64_t>(b)});
+    return blocks;
+  }
+  const at::Tensor ids = documents.to(at::kCPU, at::kLong).contiguous();  // [B, L]
+  const int64_t* id = ids.data_ptr<int64_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t first = 0, t = 1; t <= lk; ++t) {
+      if (t < lk && id[b * lk + t] == id[b * lk + first]) continue;
+      blocks.push_back({b, first, t - first, first, t - first, blocks.size()});
+      first = t;
+    }
+  }
+  return blocks;
+}
+
+// The first [H, rows, columns] elements of a [H, Lq, Lk] workspace, contiguous.
+at::Tensor corner(const at::Tensor& space, int64_t rows, int64_t columns) {
+  return space.view(-1).narrow(0, 0, space.size(0) * rows * columns).view({space.size(0), rows, columns});
+}
+
+// A block's slices of q, k, v [B, H, L, d], bias [B, 1, 1, Lk] and the causal mask [Lq, Lk] (or undefined).
+struct BlockViews {
+  at::Tensor q, k, v, bias, future;
+  BlockViews(const Block& block, const at::Tensor& q_all, const at::Tensor& k_all, const at::Tensor& v_all,
+             const at::Tensor& bias_all, const at::Tensor& future_all)
+      : q(q_all[block.item].narrow(1, block.q_first, block.q_count)),
+        k(k_all[block.item].narrow(1, block.k_first, block.k_count)),
+        v(v_all[block.item].narrow(1, block.k_first, block.k_count)),
+        bias(bias_all[block.item].narrow(-1, block.k_first, block.k_count)) {
+    if (future_all.defined())
+      future = future_all.narrow(0, block.q_first, block.q_count).narrow(1, block.k_first, block.k_count);
+  }
+};
+
+// out <- a @ b; `out` may be a strided slice (a document's rows of an item).
+void bmm_into(at::Tensor out, const at::Tensor& a, const at::Tensor& b) {
+  if (out.is_contiguous()) {
+    at::bmm_out(out, a, b);
+  } else {
+    out.copy_(at::bmm(a, b));
+  }
+}
+
 // q [B, H, Lq, d], k, v [B, H, Lk, d] contiguous, bias [B, 1, 1, Lk] -> context [B, H, Lq, d]; `causal` masks
-// the keys after each query (Note [Causal attention]).
+// the keys after each query (Note [Causal attention]); `documents` [B, L] keeps every query to the keys of its own
+// document (Note [Packed attention]), or is empty (LibTorch 1.13's Function takes no undefined tensor).
 class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& q, const at::Tensor& k,
-                            const at::Tensor& v, const at::Tensor& bias, double scale, double dropout, bool causal) {
+                            const at::Tensor& v, const at::Tensor& bias, const at::Tensor& documents, double scale,
+                            double dropout, bool causal) {
     const uint64_t seed = dropout > 0 ? draw_dropout_seed() : 0;
-    at::Tensor context = at::empty_like(q);
+    at::Tensor context = at::empty_like(q);  // the blocks cover every query
     at::Tensor scores = workspace(q, k), probs = workspace(q, k);
     const at::Tensor future = future_keys(q, k, causal);
-    for (int64_t b = 0; b < q.size(0); ++b) {
-      item_probabilities(probs, scores, q[b], k[b], bias[b], scale, future);
-      if (dropout > 0) apply_dropout_mask(probs, dropout, item_seed(seed, b));
-      at::Tensor out = context[b];
-      at::bmm_out(out, probs, v[b]);
+    for (const Block& block : blocks_of(q, k, documents)) {
+      const BlockViews in(block, q, k, v, bias, future);
+      at::Tensor block_probs = corner(probs, block.q_count, block.k_count);
+      at::Tensor block_scores = corner(scores, block.q_count, block.k_count);
+      item_probabilities(block_probs, block_scores, in.q, in.k, in.bias, scale, in.future);
+      if (dropout > 0) apply_dropout_mask(block_probs, dropout, item_seed(seed, static_cast<int64_t>(block.stream)));
+      bmm_into(context[block.item].narrow(1, block.q_first, block.q_count), block_probs, in.v);
     }
-    ctx->save_for_backward({q, k, v, bias, context});
+    ctx->save_for_backward({q, k, v, bias, context, documents});
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout"] = dropout;
     ctx->saved_data["seed"] = static_cast<int64_t>(seed);  // IValue holds int64; the bits round-trip
@@ -111,6 +184,7 @@ class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
                                                  torch::autograd::variable_list grad_outputs) {
     const auto saved = ctx->get_saved_variables();
     const at::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &bias = saved[3], &context = saved[4];
+    const at::Tensor& documents = saved[5];
     const double scale = ctx->saved_data["scale"].toDouble();
     const double dropout = ctx->saved_data["dropout"].toDouble();
     const auto seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
@@ -120,33 +194,39 @@ class BlockedAttention : public torch::autograd::Function<BlockedAttention> {
     // rowsum(dP * P) = rowsum(dO * O), with or without dropout: no [H, L, L] temporary for it.
     // In float32 (the softmax's backward, as its forward, runs in fp32 for bf16/fp16 activations).
     const at::Tensor row_dot = (widened(grad_context) * widened(context)).sum(-1, /*keepdim=*/true);
+    // The blocks cover every query and every key once: each row of the gradients is written once.
     at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
-    at::Tensor grad = workspace(q, k), probs = workspace(q, k);
-    at::Tensor dropped = dropout > 0 ? workspace(q, k) : at::Tensor();
-    for (int64_t b = 0; b < q.size(0); ++b) {
-      const at::Tensor dout = grad_context[b];
+    at::Tensor grad_space = workspace(q, k), probs_space = workspace(q, k);
+    at::Tensor dropped_space = dropout > 0 ? workspace(q, k) : at::Tensor();
+    for (const Block& block : blocks_of(q, k, documents)) {
+      const BlockViews in(block, q, k, v, bias, future);
+      const int64_t item = block.item;
+      const at::Tensor dout = grad_context[item].narrow(1, block.q_first, block.q_count);
+      at::Tensor grad = corner(grad_space, block.q_count, block.k_count);
+      at::Tensor probs = corner(probs_space, block.q_count, block.k_count);
       // `grad` serves as the scores' scratch here.
-      const at::Tensor probs_fp32 = item_probabilities(probs, grad, q[b], k[b], bias[b], scale, future);
-      at::bmm_out(grad, dout, v[b].transpose(1, 2));                 // d(dropped P)
-      at::Tensor dv = grad_v[b];
+      const at::Tensor probs_fp32 = item_probabilities(probs, grad, in.q, in.k, in.bias, scale, in.future);
+      at::bmm_out(grad, dout, in.v.transpose(1, 2));  // d(dropped P)
+      const at::Tensor dv = grad_v[item].narrow(1, block.k_first, block.k_count);
+      const auto stream = static_cast<int64_t>(block.stream);
       if (dropout > 0) {
+        at::Tensor dropped = corner(dropped_space, block.q_count, block.k_count);
         dropped.copy_(probs);
-        apply_dropout_mask(dropped, dropout, item_seed(seed, b));
-        at::bmm_out(dv, dropped.transpose(1, 2), dout);
-        apply_dropout_mask(grad, dropout, item_seed(seed, b));  // dP
+        apply_dropout_mask(dropped, dropout, item_seed(seed, stream));
+        bmm_into(dv, dropped.transpose(1, 2), dout);
+        apply_dropout_mask(grad, dropout, item_seed(seed, stream));  // dP
       } else {
-        at::bmm_out(dv, probs.transpose(1, 2), dout);
+        bmm_into(dv, probs.transpose(1, 2), dout);
       }
       at::Tensor grad_fp32 = widened(grad);  // `grad` itself for float32
-      grad_fp32.sub_(row_dot[b]).mul_(probs_fp32);  // dS = P * (dP - rowsum(dP * P))
+      grad_fp32.sub_(row_dot[item].narrow(1, block.q_first, block.q_count)).mul_(probs_fp32);  // dS = P * (dP - rowsum(dP * P))
       if (is_half_precision(grad)) grad.copy_(grad_fp32);
-      at::Tensor dq = grad_q[b], dk = grad_k[b];
-      at::bmm_out(dq, grad, k[b]);
-      at::bmm_out(dk, grad.transpose(1, 2), q[b]);
+      bmm_into(grad_q[item].narrow(1, block.q_first, block.q_count), grad, in.k);
+      bmm_into(grad_k[item].narrow(1, block.k_first, block.k_count), grad.transpose(1, 2), in.q);
     }
     grad_q.mul_(scale);
     grad_k.mul_(scale);
-    return {grad_q, grad_k, grad_v, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {grad_q, grad_k, grad_v, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -175,23 +255,29 @@ at::Tensor repeat_kv(const at::Tensor& x, int64_t group) {
       .reshape({batch, kv_heads * group, length, head_dim});
 }
 
+}  // namespace
+
+at::Tensor causal_attention_bias(const at::Tensor& bias, const at::Tensor& documents, int64_t query_length) {
+  const int64_t batch = bias.size(0), lk = bias.size(-1), lq = query_length;
+  at::Tensor hidden_keys = at::ones({lq, lk}, bias.options().dtype(at::kBool)).triu_(lk - lq + 1).unsqueeze(0);
+  if (documents.defined()) {
+    const at::Tensor ids = documents.to(bias.device());
+    hidden_keys = hidden_keys.logical_or(ids.narrow(1, lk - lq, lq).unsqueeze(2).ne(ids.unsqueeze(1)));  // [B, Lq, Lk]
+  }
+  return bias.expand({batch, 1, lq, lk}).masked_fill(hidden_keys.unsqueeze(1), lowest_value(bias.scalar_type()));
+}
+
 #if HPCTRAIN_TORCH_2
-// SDPA on CUDA: is_causal and no mask without padding (flash-eligible); with padding one float mask [B, 1, Lq, Lk]
-// of lowest values (finite, so left-padded rows stay finite). SDPA's own scale is 1/sqrt(d): q is rescaled for
-// any other `scale` (LibTorch 2.0 has no scale argument).
 at::Tensor causal_sdpa(at::Tensor q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
-                       const at::Tensor& bias, double scale, double p) {
+                       const at::Tensor& bias, const at::Tensor& documents, double scale, double p) {
   const double default_scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   if (std::abs(scale - default_scale) > 1e-12 * default_scale) q = q * (scale / default_scale);
   const int64_t lq = q.size(2), lk = k.size(2);
-  if (!key_mask.defined() && lq == lk) return at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true);
-  const at::Tensor future = future_keys(q, k, true);
-  const at::Tensor mask = bias.expand({q.size(0), 1, lq, lk}).masked_fill(future, lowest_value(q.scalar_type()));
-  return at::scaled_dot_product_attention(q, k, v, mask, p, /*is_causal=*/false);
+  if (!key_mask.defined() && !documents.defined() && lq == lk)
+    return at::scaled_dot_product_attention(q, k, v, {}, p, /*is_causal=*/true);
+  return at::scaled_dot_product_attention(q, k, v, causal_attention_bias(bias, documents, lq), p, /*is_causal=*/false);
 }
 #endif
-
-}  // namespace
 
 at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
                           int64_t heads, double dropout, bool training) {
@@ -211,21 +297,25 @@ at::Tensor self_attention(const at::Tensor& q, const at::Tensor& k, const at::Te
   }
 #endif
   if (!context.defined()) {
-    context = BlockedAttention::apply(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads), bias, scale,
-                                      p, /*causal=*/false);
+    context = BlockedAttention::apply(split_heads(q, heads), split_heads(k, heads), split_heads(v, heads), bias,
+                                      at::empty({0}, q.options().dtype(at::kLong)), scale, p, /*causal=*/false);
   }
   return context.transpose(1, 2).reshape({batch, length, heads * head_dim});
 }
 
 at::Tensor causal_self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                  const at::Tensor& key_mask, int64_t heads, int64_t kv_heads, double scale,
-                                 double dropout, bool training) {
+                                 double dropout, bool training, const at::Tensor& documents) {
   const int64_t batch = q.size(0), query_length = q.size(1), key_length = k.size(1);
   const int64_t head_dim = q.size(2) / heads;
   HPCTRAIN_CHECK(
       heads % kv_heads == 0 && k.size(2) == kv_heads * head_dim && v.sizes() == k.sizes() && key_length >= query_length,
       "causal attention: expected q [B, Lq, {} * {}] and k, v [B, Lk >= Lq, {} * {}], got q {}, k {}, v {}", heads,
       head_dim, kv_heads, head_dim, c10::str(q.sizes()), c10::str(k.sizes()), c10::str(v.sizes()));
+  HPCTRAIN_CHECK(!documents.defined() || (documents.dim() == 2 && documents.size(0) == batch &&
+                                           documents.size(1) == key_length && key_length == query_length),
+                 "causal attention: document ids must be [B, L] = [{}, {}] with no KV cache, got {} for {} queries",
+                 batch, key_length, documents.defined() ? c10::str(documents.sizes()) : "", query_length);
   const at::Tensor bias = padding_bias(q, key_mask, batch, key_length);
   const double p = training ? dropout : 0.0;
   const at::Tensor qh = split_heads(q, heads);
@@ -233,9 +323,13 @@ at::Tensor causal_self_attention(const at::Tensor& q, const at::Tensor& k, const
   const at::Tensor vh = repeat_kv(split_heads(v, kv_heads), heads / kv_heads);
   at::Tensor context;
 #if HPCTRAIN_TORCH_2
-  if (q.is_cuda()) context = causal_sdpa(qh, kh, vh, key_mask, bias, scale, p);
+  if (q.is_cuda()) context = causal_sdpa(qh, kh, vh, key_mask, bias, documents, scale, p);
 #endif
-  if (!context.defined()) context = BlockedAttention::apply(qh, kh, vh, bias, scale, p, /*causal=*/true);
+  if (!context.defined()) {
+    // LibTorch 1.13's Function::apply takes no undefined tensor: an empty one stands for "one document per row".
+    const at::Tensor ids = documents.defined() ? documents : at::empty({0}, q.options().dtype(at::kLong));
+    context = BlockedAttention::apply(qh, kh, vh, bias, ids, scale, p, /*causal=*/true);
+  }
   return context.transpose(1, 2).reshape({batch, query_length, heads * head_dim});
 }
 

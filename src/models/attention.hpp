@@ -2,6 +2,8 @@
 // the decoder-only language models (GPT-2, Llama, Qwen2).
 #pragma once
 
+#include "hpctrain/compat/torch.hpp"
+
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -25,9 +27,25 @@ namespace hpctrain::models::detail {
 // to the keys at or before it that are not padding. Grouped-query attention: query head h uses key/value head
 // h / (heads / kv_heads), as transformers' repeat_kv. `scale` multiplies the scores (1/sqrt(head_dim) usually).
 // Same memory bound as self_attention on the CPU; on CUDA (LibTorch 2) SDPA with is_causal and no float
-// mask when there is no padding, so the flash kernel is eligible.
+// mask when there is no padding, so the flash kernel is eligible. `documents` int64 [B, L] (Lq == Lk == L, no KV
+// cache), or undefined: a query attends only to keys with its document id (Note [Packed attention]).
 [[nodiscard]] at::Tensor causal_self_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                const at::Tensor& key_mask, int64_t heads, int64_t kv_heads,
-                                               double scale, double dropout, bool training);
+                                               double scale, double dropout, bool training,
+                                               const at::Tensor& documents = at::Tensor());
+
+// The float mask SDPA gets on CUDA for causal attention (Note [Packed attention]): bias [B, 1, 1, Lk] (the padding
+// bias, zeros without padding) expanded to [B, 1, Lq, Lk] with the dtype's lowest value on every key after its
+// query (bottom-right aligned) or, with documents [B, Lk], in another document than the query's.
+[[nodiscard]] at::Tensor causal_attention_bias(const at::Tensor& bias, const at::Tensor& documents, int64_t query_length);
+
+#if HPCTRAIN_TORCH_2
+// causal_self_attention's CUDA path (any device: the cuda-logic tests run it on the CPU): SDPA with is_causal and no
+// mask without padding or documents (flash-eligible); else one float mask [B, 1, Lq, Lk] (causal_attention_bias).
+// q [B, H, Lq, d], k, v [B, H, Lk, d] (key/value heads repeated), bias [B, 1, 1, Lk]. SDPA's own scale is 1/sqrt(d):
+// q is rescaled for any other `scale` (LibTorch 2.0 has no scale argument).
+[[nodiscard]] at::Tensor causal_sdpa(at::Tensor q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& key_mask,
+                                     const at::Tensor& bias, const at::Tensor& documents, double scale, double p);
+#endif
 
 }  // namespace hpctrain::models::detail

@@ -77,6 +77,10 @@ void check_causal_inputs(const ModelInputs& inputs, const char* model) {
   HPCTRAIN_CHECK(!mask.defined() || mask.sizes() == ids.sizes(),
                  "{}: attention_mask must have the shape of input_ids {}, got {}", model, c10::str(ids.sizes()),
                  c10::str(mask.sizes()));
+  const at::Tensor& positions = inputs.position_ids;
+  HPCTRAIN_CHECK(!positions.defined() || (positions.sizes() == ids.sizes() && positions.scalar_type() == at::kLong),
+                 "{}: position_ids must be int64 of the shape of input_ids {}, got {} {}", model, c10::str(ids.sizes()),
+                 positions.defined() ? c10::toString(positions.scalar_type()) : "", c10::str(positions.sizes()));
 }
 
 void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size_t layers, const char* model) {

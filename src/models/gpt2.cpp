@@ -49,7 +49,7 @@ at::Tensor Gpt2Attention::forward(const at::Tensor& hidden, const LayerContext& 
   std::vector<at::Tensor> qkv = c_attn->forward(hidden).chunk(3, -1);
   if (cache != nullptr) std::tie(qkv[1], qkv[2]) = cache->append(qkv[1], qkv[2]);  // Note [KV cache]
   const at::Tensor attended = detail::causal_self_attention(qkv[0], qkv[1], qkv[2], context.key_mask, heads_, heads_,
-                                                            scale_, attn_dropout_, is_training());
+                                                            scale_, attn_dropout_, is_training(), context.documents);
   return detail::seeded_dropout(c_proj->forward(attended), resid_dropout_, is_training());
 }
 
@@ -125,7 +125,8 @@ void GPT2LMHeadModel::init_weights() {
 
 ModelOutput GPT2LMHeadModel::forward(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, "GPT-2");
-  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids, [&](const at::Tensor& ids) { return embed(ids, 0); });
+  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
+                               [&](const at::Tensor& ids) { return embed(ids, 0, inputs.position_ids); });
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, context);
   const at::Tensor last = detail::norm_in_fp32(transformer->ln_f, hidden);
@@ -142,12 +143,14 @@ at::Tensor GPT2LMHeadModel::forward_cached(const at::Tensor& input_ids, KvCache&
   return logits_of(hidden);
 }
 
-at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_position) {
+at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_position, const at::Tensor& position_ids) {
   const int64_t end = first_position + input_ids.size(1);
   HPCTRAIN_CHECK(end <= settings_.n_positions,
                  "GPT-2: sequence length {} exceeds n_positions {}; truncate the input (or generate fewer tokens)", end,
                  settings_.n_positions);
-  const at::Tensor positions = at::arange(first_position, end, input_ids.options()).unsqueeze(0);
+  // Given positions (rows packed from documents restart at 0 in each) never exceed the row's length.
+  const at::Tensor positions =
+      position_ids.defined() ? position_ids : at::arange(first_position, end, input_ids.options()).unsqueeze(0);
   const at::Tensor hidden = transformer->wte->forward(input_ids) + transformer->wpe->forward(positions);
   return detail::seeded_dropout(hidden, settings_.embd_pdrop, is_training());
 }

@@ -58,14 +58,23 @@ RotaryEmbedding::RotaryEmbedding(const io::RopeConfig& rope, int64_t head_dim) {
 
 at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, int64_t first_position) const {
   const int64_t length = x.size(1);
+  return rotate(x, at::arange(first_position, first_position + length, x.options().dtype(at::kLong)).unsqueeze(0));
+}
+
+at::Tensor RotaryEmbedding::rotate(const at::Tensor& x, const at::Tensor& positions) const {
+  if (!positions.defined()) return rotate(x, int64_t{0});
+  const int64_t rows = positions.size(0), length = x.size(1);
+  HPCTRAIN_CHECK(positions.dim() == 2 && (rows == 1 || rows == x.size(0)) && positions.size(1) == length,
+                 "rotary embeddings: positions must be [B, L] = [{}, {}], got {}", x.size(0), length,
+                 c10::str(positions.sizes()));
   at::Tensor cos, sin;
   {
     // Angles in float32 even inside an autocast region, as transformers' LlamaRotaryEmbedding.
     std::optional<compat::AutocastScope> fp32;
     if (compat::AutocastScope::is_enabled(x.device().type())) fp32.emplace(x.device().type(), /*enabled=*/false);
-    const at::Tensor positions = at::arange(first_position, first_position + length, x.options().dtype(at::kFloat));
-    const at::Tensor freqs = at::outer(positions, inv_freq_.to(x.device()));  // [L, d/2]: pos * inv_freq
-    const at::Tensor angles = at::cat({freqs, freqs}, -1).view({1, length, 1, x.size(-1)});
+    const at::Tensor at_position = positions.to(x.device(), at::kFloat).unsqueeze(-1);  // [rows, L, 1]
+    const at::Tensor freqs = at_position * inv_freq_.to(x.device());                  // [rows, L, d/2]: pos * inv_freq
+    const at::Tensor angles = at::cat({freqs, freqs}, -1).view({rows, length, 1, x.size(-1)});
     cos = angles.cos().to(x.scalar_type());
     sin = angles.sin().to(x.scalar_type());
   }
@@ -97,15 +106,19 @@ LlamaAttention::LlamaAttention(const io::LlamaConfig& s, bool qkv_bias, bool o_b
 
 at::Tensor LlamaAttention::forward(const at::Tensor& hidden, const LayerContext& context, LayerKvCache* cache) {
   const int64_t batch = hidden.size(0), length = hidden.size(1);
-  const int64_t first = cache != nullptr ? cache->length() : 0;  // Note [KV cache]: the new tokens' positions
-  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), first);
-  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), first)
+  // Note [KV cache]: the new tokens' positions follow the cached ones; else the batch's (packed rows: per document).
+  const int64_t first = cache != nullptr ? cache->length() : 0;
+  const at::Tensor positions = cache != nullptr || !context.positions.defined()
+                                   ? at::arange(first, first + length, hidden.options().dtype(at::kLong)).unsqueeze(0)
+                                   : context.positions;
+  const at::Tensor q = rotary_->rotate(q_proj->forward(hidden).view({batch, length, heads_, head_dim_}), positions);
+  at::Tensor k = rotary_->rotate(k_proj->forward(hidden).view({batch, length, kv_heads_, head_dim_}), positions)
                      .reshape({batch, length, kv_heads_ * head_dim_});
   at::Tensor v = v_proj->forward(hidden);
   if (cache != nullptr) std::tie(k, v) = cache->append(k, v);
   const at::Tensor attended = detail::causal_self_attention(
       q.reshape({batch, length, heads_ * head_dim_}), k, v, context.key_mask, heads_, kv_heads_,
-      1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training());
+      1.0 / std::sqrt(static_cast<double>(head_dim_)), dropout_, is_training(), context.documents);
   return o_proj->forward(attended);
 }
 

@@ -2,6 +2,7 @@
 #include "hpctrain/models/lora.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/causal_lm.hpp"
@@ -18,6 +19,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 
 namespace hpctrain::models {
@@ -73,8 +75,9 @@ std::vector<std::pair<std::string, LoraTarget*>> resolve_targets(Model& model, L
     for (const auto& [name, layer] : layers)
       if (is_lora_target(name, key)) chosen.emplace_back(name, layer);
     HPCTRAIN_CHECK(chosen.size() > before,
-                   "--lora-target-modules: '{}' names no linear module of {}; its linear modules are: {} (or all-linear)",
-                   key, model.spec().architecture, fmt::join(linear_module_names(model), ", "));
+                   "{}: '{}' names no linear module of {}; its linear modules are: {} (or all-linear)",
+                   config.field("target_modules"), key, model.spec().architecture,
+                   fmt::join(linear_module_names(model), ", "));
   }
   std::sort(chosen.begin(), chosen.end());
   chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
@@ -83,11 +86,29 @@ std::vector<std::pair<std::string, LoraTarget*>> resolve_targets(Model& model, L
 
 std::vector<std::string> string_list(const nlohmann::json& value, const std::string& field, const std::string& source) {
   if (value.is_null()) return {};
-  HPCTRAIN_CHECK(value.is_array(), "{}: \"{}\" must be a list of module names{}", source, field,
-                 value.is_string() ? " (a regular expression is not supported)" : "");
+  HPCTRAIN_CHECK(value.is_array(), "{}: field '{}' must be a list of module names, got {} {}{}", source, field,
+                 value.type_name(), value.dump(), value.is_string() ? " (a regular expression is not supported)" : "");
   std::vector<std::string> out;
-  for (const auto& item : value) out.push_back(item.get<std::string>());
+  for (const auto& item : value) {
+    HPCTRAIN_CHECK(item.is_string() && !item.get<std::string>().empty(), "{}: field '{}': expected module names, got {} "
+                   "{} in the list", source, field, item.type_name(), item.dump());
+    out.push_back(item.get<std::string>());
+  }
   return out;
+}
+
+// The adapters' bytes (lora_A and lora_B of every target, the base weights' dtype) against the memory this process
+// may still allocate: an absurd r is refused before anything is allocated, naming r and where it came from.
+void check_adapter_size(const std::vector<std::pair<std::string, LoraTarget*>>& targets, const LoraConfig& config) {
+  const auto memory = core::available_host_memory();
+  if (!memory) return;
+  double bytes = 0;  // r <= kMostLoraRank and the layers exist: no overflow in double
+  for (const auto& [name, layer] : targets)
+    bytes += static_cast<double>(config.r) * static_cast<double>(layer->in_features() + layer->out_features()) *
+             static_cast<double>(layer->base_weight().element_size());
+  HPCTRAIN_CHECK(bytes <= static_cast<double>(memory->bytes), "{} {}: the adapters of {} layer(s) would take {:.3g} "
+                 "GiB, but {} are available ({})", config.field("r"), config.r, targets.size(), bytes / (1 << 30),
+                 core::format_bytes(memory->bytes), memory->source);
 }
 
 }  // namespace
@@ -122,30 +143,81 @@ nlohmann::json LoraConfig::to_peft_json() const {
           {"exclude_modules", nullptr}};
 }
 
+// Note [Adapter config checks]
+// adapter_config.json is user input like config.json: every field hpctrain reads is checked for its type and range
+// before anything is built, and the error names the file and the field, what was expected and what was found
+// ("r" a string or missing, "lora_alpha" not a number, "lora_dropout" outside [0, 1), "target_modules" not a
+// list of names, an r beyond kMostLoraRank refused before any allocation). A LoraConfig remembers where it came
+// from (origin): apply_lora's errors then name the file's fields, never --lora-* options the user did not give.
 LoraConfig LoraConfig::from_peft_json(const nlohmann::json& json, const std::string& source) {
-  HPCTRAIN_CHECK(json.is_object() && json.value("peft_type", "") == "LORA", "{}: peft_type \"{}\": hpctrain loads LORA adapters only",
-                 source, json.is_object() ? json.value("peft_type", "") : "");
-  const auto flag = [&](const char* key) { return json.contains(key) && json[key].is_boolean() && json[key].get<bool>(); };
+  HPCTRAIN_CHECK(json.is_object(), "{}: expected a JSON object (adapter_config.json as peft writes it), got {}", source,
+                 json.type_name());
+  const auto text = [&](const char* key) -> std::string {
+    const auto it = json.find(key);
+    if (it == json.end() || it->is_null()) return "";
+    HPCTRAIN_CHECK(it->is_string(), "{}: field '{}': expected a string, got {} {}", source, key, it->type_name(), it->dump());
+    return it->get<std::string>();
+  };
+  HPCTRAIN_CHECK(text("peft_type") == "LORA", "{}: field 'peft_type' \"{}\": hpctrain loads LORA adapters only", source,
+                 text("peft_type"));
+  const auto flag = [&](const char* key) {
+    const auto it = json.find(key);
+    if (it == json.end() || it->is_null()) return false;
+    HPCTRAIN_CHECK(it->is_boolean(), "{}: field '{}': expected true or false, got {} {}", source, key, it->type_name(),
+                   it->dump());
+    return it->get<bool>();
+  };
+  const auto number = [&](const char* key, double fallback) {
+    const auto it = json.find(key);
+    if (it == json.end()) return fallback;
+    HPCTRAIN_CHECK(it->is_number() && std::isfinite(it->get<double>()), "{}: field '{}': expected a finite number, got "
+                   "{} {}", source, key, it->type_name(), it->dump());
+    return it->get<double>();
+  };
   HPCTRAIN_CHECK(!flag("use_dora"), "{}: use_dora: DoRA adapters are not supported", source);
-  HPCTRAIN_CHECK(json.value("bias", std::string("none")) == "none", "{}: bias \"{}\": only \"none\" is supported", source,
-                 json.value("bias", std::string()));
+  const std::string bias = text("bias");
+  HPCTRAIN_CHECK(bias.empty() || bias == "none", "{}: field 'bias' \"{}\": only \"none\" is supported", source, bias);
   for (const char* key : {"rank_pattern", "alpha_pattern"})
     HPCTRAIN_CHECK(!json.contains(key) || json[key].is_null() || json[key].empty(), "{}: {} is not supported (one r and alpha for all layers)",
                    source, key);
   HPCTRAIN_CHECK(!json.contains("layers_to_transform") || json["layers_to_transform"].is_null(),
                  "{}: layers_to_transform is not supported", source);
+  const auto r = json.find("r");
+  HPCTRAIN_CHECK(r != json.end() && r->is_number_integer(), "{}: field 'r': expected the adapter's rank, an integer "
+                 "from 1 to {}, got {}", source, kMostLoraRank,
+                 r == json.end() ? std::string("nothing (missing)") : fmt::format("{} {}", r->type_name(), r->dump()));
   LoraConfig config;
-  config.r = json.at("r").get<int64_t>();
-  config.alpha = json.value("lora_alpha", 8.0);
-  config.dropout = json.value("lora_dropout", 0.0);
+  config.origin = source;
+  config.r = r->get<int64_t>();
+  config.alpha = number("lora_alpha", 8.0);
+  config.dropout = number("lora_dropout", 0.0);
   config.use_rslora = flag("use_rslora");
   config.target_modules = string_list(json.value("target_modules", nlohmann::json()), "target_modules", source);
   config.modules_to_save = string_list(json.value("modules_to_save", nlohmann::json()), "modules_to_save", source);
-  if (json.contains("task_type") && json["task_type"].is_string()) config.task_type = json["task_type"].get<std::string>();
+  config.task_type = text("task_type");
   if (json.contains("base_model_name_or_path") && json["base_model_name_or_path"].is_string())
     config.base_model_name_or_path = json["base_model_name_or_path"].get<std::string>();
-  HPCTRAIN_CHECK(config.r > 0 && !config.target_modules.empty(), "{}: expected r > 0 and a target_modules list", source);
+  HPCTRAIN_CHECK(!config.target_modules.empty(), "{}: field 'target_modules': expected a list of module names, got "
+                 "{}", source, json.contains("target_modules") ? json["target_modules"].dump() : "nothing (missing)");
+  check_lora_config(config);
   return config;
+}
+
+std::string LoraConfig::field(const char* name) const {
+  static const std::map<std::string, std::string> kOptions = {{"r", "--lora-r"}, {"lora_alpha", "--lora-alpha"},
+                                                              {"lora_dropout", "--lora-dropout"},
+                                                              {"target_modules", "--lora-target-modules"}};
+  if (origin.empty()) return kOptions.at(name);
+  return fmt::format("{}: field '{}'", origin, name);
+}
+
+void check_lora_config(const LoraConfig& config) {
+  HPCTRAIN_CHECK(config.r >= 1 && config.r <= kMostLoraRank, "{} {}: expected the adapter's rank, an integer from 1 to {}",
+                 config.field("r"), config.r, kMostLoraRank);
+  HPCTRAIN_CHECK(std::isfinite(config.alpha) && config.alpha > 0, "{} {}: expected a finite number > 0",
+                 config.field("lora_alpha"), config.alpha);
+  HPCTRAIN_CHECK(std::isfinite(config.dropout) && config.dropout >= 0 && config.dropout < 1,
+                 "{} {}: expected a probability in [0, 1)", config.field("lora_dropout"), config.dropout);
 }
 
 void LoraTarget::attach_lora(int64_t r, double scaling, double dropout) {
@@ -221,13 +293,13 @@ std::vector<std::string> linear_module_names(Model& model) {
 }
 
 LoraLayout apply_lora(Model& model, LoraConfig& config) {
-  HPCTRAIN_CHECK(config.r > 0, "--lora-r {}: expected > 0", config.r);
-  HPCTRAIN_CHECK(config.dropout >= 0 && config.dropout < 1, "--lora-dropout {}: expected in [0, 1)", config.dropout);
+  check_lora_config(config);
   if (config.task_type.empty()) config.task_type = lora_task_type(model);
   if (config.target_modules.empty()) config.target_modules = default_lora_targets(model.spec().model_type);
   HPCTRAIN_CHECK(!lora_layers(model).empty(), "LoRA: {} has no linear layers that can carry an adapter",
                  model.spec().architecture);
   const auto targets = resolve_targets(model, config);
+  check_adapter_size(targets, config);
   for (auto& param : model.parameters()) param.set_requires_grad(false);
   LoraLayout layout;
   config.fan_in_fan_out = std::all_of(targets.begin(), targets.end(), [](const auto& t) { return t.second->fan_in_fan_out(); });
@@ -258,6 +330,11 @@ void load_adapter_state_dict(Model& model, const StateDict& tensors, const std::
   const StateDict own = adapter_state_dict(model);
   copy_tensors_strict(TensorMap(tensors.begin(), tensors.end()), TensorMap(own.begin(), own.end()),
                       fmt::format("adapter tensors in '{}'", source));
+  for (const auto& [name, tensor] : own) {  // named with the adapter's file, not the base folder
+    const int64_t bad = tensor.numel() - at::isfinite(tensor.detach()).sum().item<int64_t>();
+    HPCTRAIN_CHECK(bad == 0, "'{}': tensor '{}' holds {} NaN/Inf value(s) of {}: the adapter is corrupt (a diverged "
+                   "run?)\n  hint: use an earlier checkpoint of the adapter", source, name, bad, tensor.numel());
+  }
 }
 
 void merge_lora(Model& model) {

@@ -16,8 +16,8 @@
 
 namespace hpctrain::optim {
 
-AdamW::AdamW(const NamedParameters& named_parameters, AdamWOptions options)
-    : AdamW(weight_decay_groups(named_parameters, options.weight_decay), options) {}
+AdamW::AdamW(const NamedParameters& named_parameters, const std::set<std::string>& no_decay, AdamWOptions options)
+    : AdamW(weight_decay_groups(named_parameters, options.weight_decay, no_decay), options) {}
 
 AdamW::AdamW(std::vector<ParameterGroup> groups, AdamWOptions options)
     : Optimizer(std::move(groups)), options_(options) {

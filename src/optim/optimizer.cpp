@@ -15,20 +15,13 @@
 
 namespace hpctrain::optim {
 
-bool excluded_from_weight_decay(const std::string& name) {
-  auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  if (ends_with("bias")) return true;
-  return name.find("LayerNorm.") != std::string::npos || name.find("layer_norm.") != std::string::npos;
-}
-
-std::vector<ParameterGroup> weight_decay_groups(const NamedParameters& named, double weight_decay) {
+std::vector<ParameterGroup> weight_decay_groups(const NamedParameters& named, double weight_decay,
+                                               const std::set<std::string>& no_decay) {
   ParameterGroup decay{"decay", weight_decay, {}};
-  ParameterGroup no_decay{"no_decay", 0.0, {}};
-  for (const auto& item : named) (excluded_from_weight_decay(item.first) ? no_decay : decay).parameters.push_back(item);
+  ParameterGroup no_decay_group{"no_decay", 0.0, {}};
+  for (const auto& item : named) (no_decay.count(item.first) ? no_decay_group : decay).parameters.push_back(item);
   std::vector<ParameterGroup> groups;
-  for (ParameterGroup* group : {&decay, &no_decay})
+  for (ParameterGroup* group : {&decay, &no_decay_group})
     if (!group->parameters.empty()) groups.push_back(std::move(*group));
   return groups;
 }

@@ -150,10 +150,11 @@ void validate_optimizer_options(const OptimizerOptions& options) {
   find_entry(options.optim).check(options);
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named,
+                                          const std::set<std::string>& no_decay) {
   const OptimizerEntry& entry = find_entry(options.optim);
   entry.check(options);
-  return entry.make(options, weight_decay_groups(named, options.weight_decay));
+  return entry.make(options, weight_decay_groups(named, options.weight_decay, no_decay));
 }
 
 int64_t segment_alignment(const OptimizerOptions& options, int64_t numel) {

@@ -39,7 +39,14 @@ nlohmann::json split_summary(const data::DatasetReader& reader, const std::strin
   if (data::is_text_task(reader.task())) {
     split["num_tokens"] = info.num_tokens;
     split["has_token_type_ids"] = info.has_token_type_ids;
+    split["has_document_starts"] = info.has_document_starts;
     split["length"] = length_statistics(reader.read_lengths(name));
+    // causal-lm: the share of the rows' capacity (tokenizer max_length, the longest a row may be) holding tokens.
+    const auto capacity = reader.tokenizer().value("max_length", nlohmann::json());
+    if (reader.task() == data::Task::causal_lm && capacity.is_number_integer() && capacity.get<int64_t>() > 0 &&
+        info.num_examples > 0)
+      split["fill"] = static_cast<double>(info.num_tokens) /
+                      (static_cast<double>(info.num_examples) * static_cast<double>(capacity.get<int64_t>()));
   } else {
     split["image"] = {{"channels", info.channels}, {"height", info.height}, {"width", info.width},
                       {"mean", info.mean}, {"std", info.std}};
@@ -83,9 +90,13 @@ std::string format_dataset_summary(const nlohmann::json& summary) {
   for (const auto& split : summary["splits"]) {
     out += fmt::format("\n  split '{}': {} examples", split["name"].get<std::string>(), split["num_examples"].get<int64_t>());
     if (split.contains("num_tokens"))
-      out += fmt::format(", {} tokens{}", split["num_tokens"].get<int64_t>(),
-                         split["has_token_type_ids"].get<bool>() ? ", sentence pairs" : "");
+      out += fmt::format(", {} tokens{}{}", split["num_tokens"].get<int64_t>(),
+                         split["has_token_type_ids"].get<bool>() ? ", sentence pairs" : "",
+                         split.value("has_document_starts", false) ? ", rows of several documents (boundaries kept)" : "");
     out += "\n";
+    if (split.contains("fill"))
+      out += fmt::format("    fill: {:.1f} % (tokens / (rows x max_length {}))\n", 100.0 * split["fill"].get<double>(),
+                         summary["tokenizer"]["max_length"].get<int64_t>());
     if (split.contains("length") && !split["length"].is_null()) {
       const auto& length = split["length"];
       out += fmt::format("    tokens per example: min {}  median {}  p95 {}  max {}  mean {:.1f}\n", length["min"].get<int64_t>(),

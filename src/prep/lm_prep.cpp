@@ -10,9 +10,13 @@
 // rows and their shuffled positions are known before any row is cut (LmPlan). Pass 2, on rank 0: the streams are
 // read in input order (rank 0's part of an input, then rank 1's, ...), so the documents come in their order in
 // the inputs whatever the ranks; each split's documents are packed into rows (Note [Packing rows]) and every row
-// goes to the bucket file of its position (Note [Bucket files]); then the buckets are written in order. Memory:
-// the plan (about 13 bytes per document and 4 per row), one block of documents, one bucket of rows, from
-// --memory-mb; the output does not depend on the ranks, threads or --memory-mb.
+// goes to the bucket file of its position (Note [Bucket files]); then the buckets are written in order. With bfd and
+// bfd_split the ranks also share every document's length, so that each computes the rows of whole documents
+// (Note [Best-fit-decreasing rows]); pass 2 then sends each segment (a document, or a piece of one) to the bucket of
+// its place among the split's segments in row order, and the rows are put together from consecutive segments as the
+// buckets are written. Memory: the plan (about 13 bytes per document and 4 per row; bfd adds 4 per document, 8 per
+// segment and 4 per row, and about 20 per segment while planning), one block of documents, one bucket of rows (or
+// segments), from --memory-mb; the output does not depend on the ranks, threads or --memory-mb.
 #include "hpctrain/prep/lm_prep.hpp"
 
 #include <fmt/ranges.h>
@@ -60,22 +64,29 @@ std::size_t pass1_block_bytes(const LmPrepOptions& options) {
   return std::max<std::size_t>(std::size_t{1} << 16, (static_cast<std::size_t>(options.memory_mb) << 20) / 16);
 }
 
+// Records per split that go through the buckets: rows, or the segments of bfd and bfd_split.
+const std::vector<int64_t>& bucket_records(const LmPlan& plan) {
+  return plan.segment_position.empty() ? plan.rows : plan.segments;
+}
+
 Budget plan_budget(const LmPrepOptions& options, const LmPlan& plan, int row_length) {
-  int64_t documents = 0, rows = 0, buckets_hint = 0;
+  int64_t documents = 0, rows = 0, segments = 0, buckets_hint = 0;
   for (const auto& file : plan.documents.files) documents += static_cast<int64_t>(file.split.size());
   for (int64_t count : plan.rows) rows += count;
+  for (int64_t count : plan.segments) segments += count;
   const int64_t total = static_cast<int64_t>(options.memory_mb) << 20;
-  const int64_t plan_bytes = documents * 13 + rows * 4;
+  const int64_t plan_bytes = documents * 13 + rows * 4 + (segments > 0 ? documents * 4 + segments * 8 + rows * 4 : 0);
   const int64_t data = total - plan_bytes;
   HPCTRAIN_CHECK(data >= (int64_t{1} << 20),
                  "--memory-mb {} is too small for {} documents and {} rows: the plan alone needs {} MiB (13 bytes per "
-                 "document, 4 per row), and at least 1 MiB more is needed for the documents and rows",
+                 "document, 4 per row; bfd and bfd_split 4 more per document, 8 per segment and 4 per row), and at least "
+                 "1 MiB more is needed for the documents and rows",
                  options.memory_mb, documents, rows, (plan_bytes >> 20) + 1);
   Budget budget;
   budget.block_bytes = static_cast<std::size_t>(data / 16);
   const int64_t worst_row = static_cast<int64_t>(row_length) * 4 + 64;
   budget.rows_per_bucket = std::max<int64_t>(1, data / 2 / (2 * worst_row));  // the file's bytes + the rows
-  for (int64_t count : plan.rows) buckets_hint += (count + budget.rows_per_bucket - 1) / budget.rows_per_bucket;
+  for (int64_t count : bucket_records(plan)) buckets_hint += (count + budget.rows_per_bucket - 1) / budget.rows_per_bucket;
   budget.buffer_bytes = std::max<std::size_t>(4096, static_cast<std::size_t>(data / 8 / std::max<int64_t>(1, buckets_hint)));
   return budget;
 }
@@ -90,16 +101,24 @@ void check_options(const LmPrepOptions& options) {
                  "--validation-fraction must be in [0, 1), got {}", options.validation_fraction);
   HPCTRAIN_CHECK(options.validation_input.empty() || options.validation_fraction == 0.0,
                  "--validation-input and --validation-fraction exclude each other");
-  HPCTRAIN_CHECK(options.block_size >= 0 && options.max_length >= 0,
-                 "--block-size {} / --max-length {}: expected a positive number of tokens", options.block_size,
-                 options.max_length);
-  HPCTRAIN_CHECK(options.packing || options.block_size == 0,
-                 "--block-size {} cuts packed rows, but --packing none writes one row per document: use --max-length",
-                 options.block_size);
-  HPCTRAIN_CHECK(!options.packing || options.max_length == 0,
-                 "--max-length {} cuts documents with --packing none; packed rows have --block-size tokens",
-                 options.max_length);
-  HPCTRAIN_CHECK(options.memory_mb >= 1, "--memory-mb must be at least 1, got {}", options.memory_mb);
+  // A row of one token predicts nothing (a causal LM predicts each token after the first): 0 or at least 2.
+  constexpr int kMostRowTokens = 1 << 24;  // a row's ids are held in memory whole (and a model has fewer positions)
+  HPCTRAIN_CHECK(options.block_size == 0 || (options.block_size >= 2 && options.block_size <= kMostRowTokens),
+                 "--block-size {}: expected 2 to {} tokens per row (a row of one token predicts nothing), or 0 for the "
+                 "default", options.block_size, kMostRowTokens);
+  HPCTRAIN_CHECK(options.max_length == 0 || (options.max_length >= 2 && options.max_length <= kMostRowTokens),
+                 "--max-length {}: expected 2 to {} tokens per row (a row of one token predicts nothing), or 0 for the "
+                 "default", options.max_length, kMostRowTokens);
+  const bool wrapped = options.packing == LmPacking::wrapped;
+  HPCTRAIN_CHECK(wrapped || options.block_size == 0,
+                 "--block-size {} cuts packed rows (--packing wrapped), but --packing {} writes rows of whole documents: "
+                 "use --max-length",
+                 options.block_size, to_string(options.packing));
+  HPCTRAIN_CHECK(!wrapped || options.max_length == 0,
+                 "--max-length {} sets the rows of --packing bfd, bfd_split and none; wrapped rows have --block-size "
+                 "tokens", options.max_length);
+  HPCTRAIN_CHECK(options.memory_mb >= 1 && options.memory_mb <= (1 << 30), "--memory-mb {}: expected 1 to {} MiB",
+                 options.memory_mb, 1 << 30);
   std::vector<fs::path> paths = options.inputs;
   if (!options.validation_input.empty()) paths.push_back(options.validation_input);
   for (const auto& path : paths)
@@ -123,12 +142,12 @@ int32_t eos_of(const tokenize::ByteLevelBpeTokenizer& tokenizer, const LmPrepOpt
        options.tokenizer_dir.string(), named == config.end() ? std::string("absent") : named->dump());
 }
 
-// --block-size (or --max-length without packing), else run_clm's default: min(1024, model_max_length).
+// --block-size (wrapped) or --max-length, else run_clm's default: min(1024, model_max_length).
 int row_length_of(const LmPrepOptions& options, const nlohmann::json& config) {
-  const int chosen = options.packing ? options.block_size : options.max_length;
+  const int chosen = options.packing == LmPacking::wrapped ? options.block_size : options.max_length;
   if (chosen > 0) return chosen;
   const auto limit = config.find("model_max_length");
-  if (limit != config.end() && limit->is_number() && limit->get<double>() >= 1.0 && limit->get<double>() < kDefaultBlockSize)
+  if (limit != config.end() && limit->is_number() && limit->get<double>() >= 2.0 && limit->get<double>() < kDefaultBlockSize)
     return static_cast<int>(limit->get<double>());
   return kDefaultBlockSize;
 }
@@ -143,8 +162,9 @@ data::FileAttributes attributes_of(const LmPrepOptions& options, const tokenize:
   attributes.created_by = options.created_by;
   nlohmann::json described = {{"type", "byte-level-bpe"}, {"vocab_size", tokenizer.vocab_size()}, {"eos_id", eos},
                               {"bos_id", tokenizer.bos_id() ? nlohmann::json(*tokenizer.bos_id()) : nlohmann::json()},
-                              {"packing", options.packing ? "group" : "none"}, {"max_length", row_length}};
-  if (options.packing) described["block_size"] = row_length;
+                              {"packing", options.packing == LmPacking::wrapped ? "group" : to_string(options.packing)},
+                              {"max_length", row_length}};
+  if (options.packing == LmPacking::wrapped) described["block_size"] = row_length;
   for (const auto& file : tokenizer.files())
     if (file.filename() == "tokenizer.json") described["tokenizer_json_sha256"] = sha256_file_hex(file);
   attributes.tokenizer = described;
@@ -270,6 +290,32 @@ std::vector<int64_t> tokens_per_split(const std::vector<LmInput>& inputs, const 
   return tokens;
 }
 
+// bfd, bfd_split: every document's length (before any cut) per split in input order, on every rank (each rank's
+// part of each input broadcast by it).
+std::vector<std::vector<uint32_t>> lengths_per_split(const std::vector<LmInput>& inputs, const LmPlan& plan,
+                                                     dist::Comm& comm) {
+  std::vector<std::vector<uint32_t>> lengths(plan.documents.names.size());
+  for (const auto& input : inputs) {
+    const auto counts = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_lengths.size()));
+    std::vector<uint32_t> all;
+    for (int r = 0; r < comm.world_size(); ++r) {
+      const std::size_t first = all.size();
+      all.resize(first + static_cast<std::size_t>(counts[r]));
+      if (r == comm.rank()) std::copy(input.local_lengths.begin(), input.local_lengths.end(), all.begin() + first);
+      comm.broadcast(all.data() + first, static_cast<std::size_t>(counts[r]) * sizeof(uint32_t), r);
+    }
+    const auto& split = plan.documents.files[input.plan_file].split;
+    std::size_t document = 0;
+    for (int64_t row = 0; row < input.rows; ++row) {
+      const uint8_t s = split[static_cast<std::size_t>(input.plan_first + row)];
+      if (s != kSkipped) lengths[s].push_back(all[document++]);
+    }
+    HPCTRAIN_CHECK(document == all.size(), "internal error: '{}' has {} documents but {} lengths", input.path.string(),
+                   document, all.size());
+  }
+  return lengths;
+}
+
 int64_t skipped_rows(const std::map<std::string, int64_t>& skipped) {
   int64_t total = 0;
   for (const auto& [reason, count] : skipped) total += count;
@@ -277,6 +323,15 @@ int64_t skipped_rows(const std::map<std::string, int64_t>& skipped) {
 }
 
 // The same plan on every rank; a split without documents or rows is an error.
+// The input files for messages: "a.jsonl, b.jsonl (--validation-input v.jsonl)".
+std::string input_names(const LmPrepOptions& options) {
+  std::vector<std::string> names;
+  for (const fs::path& input : options.inputs) names.push_back("'" + input.string() + "'");
+  std::string text = fmt::format("{}", fmt::join(names, ", "));
+  if (!options.validation_input.empty()) text += fmt::format(" (--validation-input '{}')", options.validation_input.string());
+  return text;
+}
+
 LmPlan plan_all(std::vector<LmInput>& inputs, const LmPrepOptions& options, int row_length, const LmPrepReport& report,
                 std::vector<int64_t>& tokens, dist::Comm& comm) {
   auto valid = gather_documents(inputs, comm);
@@ -285,15 +340,21 @@ LmPlan plan_all(std::vector<LmInput>& inputs, const LmPrepOptions& options, int 
   on_every_rank(comm, "prep lm: planning the splits", [&] {
     plan = plan_documents(valid, options.validation_fraction, options.seed);
     for (std::size_t s = 0; s < plan.documents.names.size(); ++s)
-      HPCTRAIN_CHECK(plan.documents.sizes[s] > 0, "split '{}' has no documents ({} input rows were skipped as invalid)",
-                     plan.documents.names[s], skipped);
+      HPCTRAIN_CHECK(plan.documents.sizes[s] > 0, "prep lm: split '{}' has no documents ({} input rows were skipped as "
+                     "invalid); inputs: {}", plan.documents.names[s], skipped, input_names(options));
   });
   tokens = tokens_per_split(inputs, plan, comm);
+  std::vector<std::vector<uint32_t>> lengths;
+  if (packs_documents(options.packing)) lengths = lengths_per_split(inputs, plan, comm);
   on_every_rank(comm, "prep lm: planning the rows", [&] {
-    plan_rows(plan, tokens, options.packing ? row_length : 0, options.seed);
+    if (packs_documents(options.packing))
+      plan_document_rows(plan, lengths, row_length, options.packing == LmPacking::bfd_split, options.seed);
+    else
+      plan_rows(plan, tokens, options.packing == LmPacking::wrapped ? row_length : 0, options.seed);
     for (std::size_t s = 0; s < plan.rows.size(); ++s)
-      HPCTRAIN_CHECK(plan.rows[s] > 0, "split '{}': its {} documents hold {} tokens, fewer than one row of --block-size {}",
-                     plan.documents.names[s], plan.documents.sizes[s], tokens[s], row_length);
+      HPCTRAIN_CHECK(plan.rows[s] > 0, "prep lm: split '{}': its {} documents hold {} tokens, fewer than one row of "
+                     "--block-size {}; inputs: {}", plan.documents.names[s], plan.documents.sizes[s], tokens[s],
+                     row_length, input_names(options));
   });
   return plan;
 }
@@ -309,8 +370,41 @@ void route_row(BucketWriter& buckets, std::size_t split, uint32_t position, cons
   buckets.add(split, position, row, 0);
 }
 
-void pack_input(const LmInput& input, const LmPlan& plan, const fs::path& stem, int ranks, std::vector<RowPacker>& packers,
-                std::vector<uint32_t>& cut, BucketWriter& buckets, ProgressBar& bar) {
+// Where pass 2 sends each document: its row (none), the rows cut from the stream (wrapped), or its segments
+// (bfd, bfd_split).
+struct Router {
+  const LmPlan& plan;
+  BucketWriter& buckets;
+  std::vector<RowPacker> packers;  // wrapped: per split
+  std::vector<uint32_t> cut;       // per split: rows cut (wrapped) or segments placed (bfd, bfd_split)
+  int64_t capacity = 0;            // bfd, bfd_split: tokens per row
+  bool split_long = false;         // bfd_split
+
+  void add(uint8_t s, uint32_t position, const std::vector<int32_t>& ids, int64_t row) {
+    if (!packers.empty()) {
+      packers[s].add(ids.data(), ids.size(), row, [&](const std::vector<int32_t>& packed, int64_t source_row) {
+        route_row(buckets, s, plan.row_position[s][cut[s]++], packed, source_row);
+      });
+    } else if (!plan.segment_position.empty()) {
+      for_each_segment(static_cast<int64_t>(ids.size()), capacity, split_long, [&](int64_t first, int64_t count) {
+        const std::vector<int32_t> segment(ids.begin() + first, ids.begin() + first + count);
+        route_row(buckets, s, plan.segment_position[s][cut[s]++], segment, row);
+      });
+    } else {
+      route_row(buckets, s, position, ids, row);
+    }
+  }
+  // Every planned row (or segment) was routed.
+  void check_done() const {
+    const std::vector<int64_t>& planned = plan.segment_position.empty() ? plan.rows : plan.segments;
+    for (std::size_t s = 0; s < cut.size() && (!packers.empty() || !plan.segment_position.empty()); ++s)
+      HPCTRAIN_CHECK(cut[s] == planned[s], "internal error: split {} was planned with {} rows (or segments), {} were made",
+                     s, planned[s], cut[s]);
+  }
+};
+
+void pack_input(const LmInput& input, const LmPlan& plan, const fs::path& stem, int ranks, Router& router,
+                ProgressBar& bar) {
   std::vector<fs::path> streams;
   for (int r = 0; r < ranks; ++r) streams.push_back(stream_path(stem, r, input.index));
   TokenStreamReader reader(std::move(streams));
@@ -321,31 +415,24 @@ void pack_input(const LmInput& input, const LmPlan& plan, const fs::path& stem, 
     const uint8_t s = documents.split[at];
     if (s == kSkipped) continue;
     HPCTRAIN_CHECK(reader.next(ids), "internal error: the token streams of '{}' end before row {}", input.path.string(), row);
-    if (packers.empty()) {
-      route_row(buckets, s, documents.position[at], ids, row);
-    } else {
-      packers[s].add(ids.data(), ids.size(), row, [&](const std::vector<int32_t>& packed, int64_t source_row) {
-        route_row(buckets, s, plan.row_position[s][cut[s]++], packed, source_row);
-      });
-    }
+    router.add(s, documents.position[at], ids, row);
     if ((row & 1023) == 0) bar.update(row + 1);
   }
   HPCTRAIN_CHECK(!reader.next(ids), "internal error: the token streams of '{}' hold more documents than it has", input.path.string());
 }
 
-void pack_all(const std::vector<LmInput>& inputs, const LmPlan& plan, const fs::path& stem, int ranks, int row_length,
-              BucketWriter& buckets, bool progress) {
-  std::vector<RowPacker> packers;
-  if (!plan.row_position.empty()) packers.assign(plan.rows.size(), RowPacker(row_length));
-  std::vector<uint32_t> cut(plan.rows.size(), 0);
+void pack_all(const std::vector<LmInput>& inputs, const LmPlan& plan, const LmPrepOptions& options, const fs::path& stem,
+              int ranks, int row_length, BucketWriter& buckets, bool progress) {
+  Router router{plan, buckets, {}, std::vector<uint32_t>(plan.rows.size(), 0), row_length,
+                options.packing == LmPacking::bfd_split};
+  if (!plan.row_position.empty()) router.packers.assign(plan.rows.size(), RowPacker(row_length));
   for (const auto& input : inputs) {
     ProgressBar bar(fmt::format("packing {}", input.path.filename().string()), input.rows, "rows", progress);
-    pack_input(input, plan, stem, ranks, packers, cut, buckets, bar);
+    pack_input(input, plan, stem, ranks, router, bar);
     bar.update(input.rows);
     bar.finish();
   }
-  for (std::size_t s = 0; s < cut.size() && !packers.empty(); ++s)
-    HPCTRAIN_CHECK(cut[s] == plan.rows[s], "internal error: split {} was planned with {} rows, {} were cut", s, plan.rows[s], cut[s]);
+  router.check_done();
   buckets.flush();
 }
 
@@ -356,16 +443,24 @@ void write_file(const LmPrepOptions& options, const data::FileAttributes& attrib
   writer_options.threads = threads;
   writer_options.queue_bytes = budget.block_bytes;
   data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
+  const bool joined = !plan.segment_position.empty();
   for (std::size_t s = 0; s < plan.rows.size(); ++s) {
-    ProgressBar bar(fmt::format("writing {}", plan.documents.names[s]), plan.rows[s], "rows", options.progress);
-    writer.begin_text_split(plan.documents.names[s], /*has_pairs=*/false);
-    for (int64_t b = 0; b * budget.rows_per_bucket < plan.rows[s]; ++b) {
-      const int64_t count = std::min(budget.rows_per_bucket, plan.rows[s] - b * budget.rows_per_bucket);
-      const auto rows = read_bucket(stem, 1, s, b, budget.rows_per_bucket, count, /*pairs=*/false);
+    const int64_t records = bucket_records(plan)[s];
+    ProgressBar bar(fmt::format("writing {}", plan.documents.names[s]), records, joined ? "segments" : "rows",
+                    options.progress);
+    writer.begin_text_split(plan.documents.names[s], /*has_pairs=*/false, /*has_document_starts=*/joined);
+    static const std::vector<uint32_t> kNoRows;
+    RowJoiner joiner(joined ? plan.row_segments[s] : kNoRows);
+    for (int64_t b = 0; b * budget.rows_per_bucket < records; ++b) {
+      const int64_t count = std::min(budget.rows_per_bucket, records - b * budget.rows_per_bucket);
+      auto rows = read_bucket(stem, 1, s, b, budget.rows_per_bucket, count, /*pairs=*/false);
+      if (joined) rows = joiner.join(rows);
       writer.append_text(rows);
       report.splits[s].tokens += rows.num_tokens();
       bar.update(b * budget.rows_per_bucket + count);
     }
+    HPCTRAIN_CHECK(!joined || joiner.done(), "internal error: split {} was planned with {} rows, {} were joined", s,
+                   plan.rows[s], joiner.rows());
     writer.end_split();
     bar.finish();
   }
@@ -381,6 +476,23 @@ void sum_over_ranks(LmPrepReport& report, const DocumentCounts& counts, dist::Co
 }
 
 }  // namespace
+
+const char* to_string(LmPacking packing) {
+  switch (packing) {
+    case LmPacking::wrapped: return "wrapped";
+    case LmPacking::bfd: return "bfd";
+    case LmPacking::bfd_split: return "bfd_split";
+    case LmPacking::none: return "none";
+  }
+  return "?";
+}
+
+LmPacking parse_lm_packing(const std::string& text) {
+  if (text == "group") return LmPacking::wrapped;  // the name before bfd existed
+  for (LmPacking packing : {LmPacking::wrapped, LmPacking::bfd, LmPacking::bfd_split, LmPacking::none})
+    if (text == to_string(packing)) return packing;
+  fail("--packing '{}': expected wrapped (or group), bfd, bfd_split or none", text);
+}
 
 LmPrepReport prep_lm(const LmPrepOptions& options) { return prep_lm(options, *dist::make_single_process_comm()); }
 
@@ -406,7 +518,9 @@ LmPrepReport prep_lm(const LmPrepOptions& options, dist::Comm& comm) {
     remove_own_temporaries(stem, output, rank);  // Note [Cleanup before an abort]
   });
   // Pass 1: check and tokenize every row of every input before any output exists (Note [Token streams]).
-  const DocumentTokenizer how{*tokenizer, eos, options.packing ? 0 : report.row_length,
+  // none and bfd cut each document to a row (counted); wrapped and bfd_split keep every token.
+  const bool cut = options.packing == LmPacking::none || options.packing == LmPacking::bfd;
+  const DocumentTokenizer how{*tokenizer, eos, cut ? report.row_length : 0,
                               threads_per_rank(options.threads, "--threads", comm)};
   const Pass1 pass{options, how, pass1_block_bytes(options), stem, progress};
   std::vector<LmInput> inputs = inputs_of(options);
@@ -426,13 +540,14 @@ LmPrepReport prep_lm(const LmPrepOptions& options, dist::Comm& comm) {
   Budget budget;
   on_every_rank(comm, "prep lm: sizing the buckets", [&] { budget = plan_budget(options, plan, report.row_length); });
   for (std::size_t s = 0; s < plan.rows.size(); ++s)
-    report.splits.push_back({plan.documents.names[s], plan.documents.sizes[s], tokens[s], plan.rows[s], 0});
+    report.splits.push_back({plan.documents.names[s], plan.documents.sizes[s], tokens[s], plan.rows[s], 0,
+                             plan.segments.empty() ? 0 : plan.segments[s]});
   planning.stop();
   span::Span writing("writing", phases);
   on_every_rank(comm, fmt::format("prep lm: writing '{}'", options.output.string()), [&] {
     if (!main_rank) return;
-    BucketWriter buckets(stem, 0, plan.rows, budget.rows_per_bucket, budget.buffer_bytes);
-    pack_all(inputs, plan, stem, comm.world_size(), report.row_length, buckets, progress);
+    BucketWriter buckets(stem, 0, bucket_records(plan), budget.rows_per_bucket, budget.buffer_bytes);
+    pack_all(inputs, plan, options, stem, comm.world_size(), report.row_length, buckets, progress);
     write_file(options, attributes_of(options, *tokenizer, eos, report.row_length), plan, stem, budget,
                how.threads * comm.local_size(), report);
   });

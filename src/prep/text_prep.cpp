@@ -301,7 +301,8 @@ void check_options(const TextPrepOptions& options) {
                  "--validation-input and --validation-fraction exclude each other");
   HPCTRAIN_CHECK(options.max_length == 0 || options.max_length >= (options.text_pair_field.empty() ? 2 : 3),
                  "--max-length {} leaves no room for the special tokens", options.max_length);
-  HPCTRAIN_CHECK(options.memory_mb >= 1, "--memory-mb must be at least 1, got {}", options.memory_mb);
+  HPCTRAIN_CHECK(options.memory_mb >= 1 && options.memory_mb <= (1 << 30), "--memory-mb {}: expected 1 to {} MiB",
+                 options.memory_mb, 1 << 30);
   for (const auto& path : {options.input, options.validation_input, options.test_input}) {
     if (!path.empty()) HPCTRAIN_CHECK(std::filesystem::is_regular_file(path), "input file '{}' does not exist", path.string());
   }

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
@@ -23,6 +25,7 @@
 #include "hpctrain/models/checkpointing.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/tensor_io.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/device.hpp"
@@ -93,8 +96,9 @@ void Accelerator::prepare_model(torch::nn::Module& model) {
 
 std::unique_ptr<optim::Optimizer> Accelerator::make_optimizer(const optim::OptimizerOptions& options,
                                                               const optim::NamedParameters& named) {
-  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::make_optimizer: prepare_model() first");
-  std::unique_ptr<optim::Optimizer> made = strategy_->make_optimizer(options, named);
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::make_optimizer: call prepare_model(model) first");
+  const std::set<std::string> no_decay = models::no_weight_decay_parameters(*model_);  // Note [Weight decay groups]
+  std::unique_ptr<optim::Optimizer> made = strategy_->make_optimizer(options, named, no_decay);
   register_optimizer(*made);
   return made;
 }

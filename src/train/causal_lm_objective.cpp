@@ -1,15 +1,18 @@
 // Causal language modelling (objective.hpp, Note [Objectives]): next-token cross-entropy summed over the
 // predicted tokens of the kept rows, counted in tokens; evaluation reports the loss token-weighted over the
 // whole split, its perplexity and the tokens; the lowest perplexity is best; `hpctrain predict` writes each
-// row's summed loss and predicted tokens.
+// row's summed loss and predicted tokens (with --logits also each predicted token's log-probability).
 //
 // Note [Causal-LM labels]
 // A row of a causal-lm file is its tokens; the loader pads rows to the batch's longest on the right
-// (attention_mask 0). Labels are the input ids with -100 on padding and on rows not trained on, and the
-// model shifts them (models::causal_lm_loss_sum, transformers' shift): a row of n tokens predicts n - 1. So
-// count() — the row's tokens minus one, over the kept rows — is read from the attention mask on the host
-// and equals the count causal_lm_loss_sum finds on the device. Packed rows (no padding) go to the model
-// without a mask, so that the attention can take its unmasked path (SDPA's flash kernel on CUDA).
+// (attention_mask 0). Labels are the input ids with -100 on padding, on rows not trained on and on the first
+// token of every document of a row packed from several (position_ids 0, Note [Document boundaries] in
+// src/data/examples.cpp: it is not predicted from the previous document's last token, as transformers'
+// DataCollatorWithFlattening labels it), and the model shifts them (models::causal_lm_loss_sum, transformers'
+// shift): a row of n tokens in d documents predicts n - d. So count() — the labels other than -100 after each
+// row's first — is computed from the same labels on the host and equals the count causal_lm_loss_sum finds on the
+// device. Rows without padding go to the model without a mask, so that the attention can take its unmasked path
+// (SDPA's flash kernel on CUDA); rows packed from documents bring their position_ids (Note [Packed attention]).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -18,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,9 +40,11 @@ models::CausalLM& causal_lm(models::Model& model) {
   return *out;
 }
 
-// Note [Causal-LM labels]: input ids, -100 on padding and on the rows `keep` (bool [B]) leaves out.
+// Note [Causal-LM labels]: input ids, -100 on padding, on the rows `keep` (bool [B]) leaves out and on the first
+// token of each document of a packed row.
 at::Tensor token_labels(const loader::Batch& batch, const at::Tensor& keep) {
-  const at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
+  at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
+  if (batch.position_ids.defined()) trained = trained.logical_and(batch.position_ids.ne(0));
   return batch.input_ids.masked_fill(trained.logical_not(), models::kIgnoreIndex);
 }
 
@@ -48,6 +54,7 @@ models::ModelInputs lm_inputs(const loader::Batch& batch, const at::Device& devi
   const bool pinned = batch.input_ids.is_pinned();
   inputs.input_ids = batch.input_ids.to(device, /*non_blocking=*/pinned);
   if (!batch.attention_mask.all().item<bool>()) inputs.attention_mask = batch.attention_mask.to(device, pinned);
+  if (batch.position_ids.defined()) inputs.position_ids = batch.position_ids.to(device, pinned);
   return inputs;
 }
 
@@ -110,11 +117,46 @@ std::vector<double> gather_row_losses(models::CausalLM& model, loader::ShardLoad
   return all;
 }
 
+// Collective, for `predict --logits`: each kept row's log-probability of every predicted token (log_softmax of the
+// logits at position t, at token t + 1; float64), gathered on rank 0 by example index (empty elsewhere). An output,
+// not a loss: the sum of a row's values is minus its loss_sum.
+std::map<int64_t, std::vector<double>> gather_token_logprobs(models::CausalLM& model, loader::ShardLoader& loader,
+                                                              const EvalContext& context) {
+  EvalModeScope eval_mode(model);
+  at::NoGradGuard no_grad;
+  std::vector<double> flat;  // per row: index, count, the count log-probabilities
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    const at::Tensor keep = batch->is_padding.logical_not();
+    const at::Tensor logits = lm_logits(model, *batch, context.device, context.autocast).to(at::kDouble);
+    const at::Tensor next = models::shift_labels(token_labels(*batch, keep)).to(logits.device());
+    const at::Tensor chosen = at::log_softmax(logits, -1).gather(2, next.clamp_min(0).unsqueeze(2)).squeeze(2).cpu();
+    const at::Tensor predicted = next.ne(models::kIgnoreIndex).cpu();
+    for (int64_t row = 0; row < batch->size(); ++row) {
+      if (!keep[row].item<bool>()) continue;
+      const at::Tensor values = chosen[row].index({predicted[row]}).contiguous();
+      flat.push_back(static_cast<double>(batch->example_index[row].item<int64_t>()));
+      flat.push_back(static_cast<double>(values.numel()));
+      flat.insert(flat.end(), values.data_ptr<double>(), values.data_ptr<double>() + values.numel());
+    }
+  }
+  const std::vector<double> all = gather_rows(context.comm, std::move(flat));
+  std::map<int64_t, std::vector<double>> by_index;
+  for (std::size_t at = 0; at < all.size();) {
+    const auto count = static_cast<std::size_t>(all[at + 1]);
+    by_index[static_cast<int64_t>(all[at])].assign(all.begin() + static_cast<std::ptrdiff_t>(at + 2),
+                                                   all.begin() + static_cast<std::ptrdiff_t>(at + 2 + count));
+    at += 2 + count;
+  }
+  return by_index;
+}
+
 class CausalLanguageModelling final : public Objective {
  public:
   double count(const loader::Batch& batch, const at::Tensor& keep) const override {
-    const at::Tensor tokens = batch.attention_mask.sum(1);
-    return static_cast<double>(at::where(keep, (tokens - 1).clamp_min(0), at::zeros_like(tokens)).sum().item<int64_t>());
+    // Note [Causal-LM labels]: position t predicts label t + 1, so column 0's label is never a target.
+    const at::Tensor targets = token_labels(batch, keep).slice(1, 1);
+    return static_cast<double>(targets.ne(models::kIgnoreIndex).sum().item<int64_t>());
   }
 
   MicroBatchLoss loss(models::Model& model, const loader::Batch& batch, const at::Tensor& keep,
@@ -151,6 +193,8 @@ class CausalLanguageModelling final : public Objective {
 
   std::string predictions(models::Model& model, loader::ShardLoader& loader, const EvalContext& context) override {
     const std::vector<double> rows = gather_row_losses(causal_lm(model), loader, context);
+    const auto logprobs = context.logits ? gather_token_logprobs(causal_lm(model), loader, context)
+                                         : std::map<int64_t, std::vector<double>>{};
     if (!context.comm.is_main_process()) return "";
     const int64_t n = loader.num_examples();
     HPCTRAIN_CHECK(static_cast<int64_t>(rows.size() / 3) == n, "gathered {} predictions for {} examples", rows.size() / 3, n);
@@ -158,9 +202,10 @@ class CausalLanguageModelling final : public Objective {
     std::string text;
     for (std::size_t at = 0; at < rows.size(); at += 3) {
       const auto index = static_cast<int64_t>(rows[at]), tokens = static_cast<int64_t>(rows[at + 2]);
-      const nlohmann::json line = {{"index", index}, {"source_index", source_index[static_cast<std::size_t>(index)]},
-                                   {"loss_sum", rows[at + 1]}, {"tokens", tokens},
-                                   {"loss", tokens > 0 ? nlohmann::json(rows[at + 1] / rows[at + 2]) : nlohmann::json()}};
+      nlohmann::json line = {{"index", index}, {"source_index", source_index[static_cast<std::size_t>(index)]},
+                             {"loss_sum", rows[at + 1]}, {"tokens", tokens},
+                             {"loss", tokens > 0 ? nlohmann::json(rows[at + 1] / rows[at + 2]) : nlohmann::json()}};
+      if (context.logits) line["logprobs"] = logprobs.at(index);  // predict --logits
       text += line.dump() + "\n";
     }
     return text;

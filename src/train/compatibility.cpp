@@ -26,10 +26,11 @@ bool is_causal_lm(const io::HfConfig& config) {
 
 struct TextLimits {
   int64_t vocab_size = 0, max_positions = 0, type_vocab_size = 0;  // type_vocab_size 0: ignores token_type_ids
+  const char* positions_field = "max_position_embeddings";          // config.json's name of max_positions
 };
 
 TextLimits text_limits(const io::HfConfig& config) {
-  if (config.model_type() == "gpt2") return {config.gpt2().vocab_size, config.gpt2().n_positions, 0};
+  if (config.model_type() == "gpt2") return {config.gpt2().vocab_size, config.gpt2().n_positions, 0, "n_positions"};
   if (is_causal_lm(config)) return {config.llama_family().vocab_size, config.llama_family().max_position_embeddings, 0};
   if (config.model_type() == "distilbert") {
     const auto& c = config.distilbert();
@@ -37,6 +38,15 @@ TextLimits text_limits(const io::HfConfig& config) {
   }
   const auto& c = config.bert();
   return {c.vocab_size, c.max_position_embeddings, c.type_vocab_size};
+}
+
+// The option of the command that made `dataset` which bounds its rows: prep lm's --block-size (packed rows) or
+// --max-length (--packing none), prep text's --max-length.
+std::string row_length_option(const data::DatasetReader& dataset) {
+  if (dataset.task() != data::Task::causal_lm) return "`prep text --max-length`";
+  const nlohmann::json& tokenizer = dataset.tokenizer();
+  const bool packed = !tokenizer.is_object() || tokenizer.value("packing", std::string("group")) != "none";
+  return packed ? "`prep lm --block-size`" : "`prep lm --packing none --max-length`";
 }
 
 void check_text_split(const TextLimits& limits, const std::string& model, const data::DatasetReader& dataset,
@@ -47,9 +57,17 @@ void check_text_split(const TextLimits& limits, const std::string& model, const 
   if (longest != lengths.end()) {
     HPCTRAIN_CHECK(*longest <= limits.max_positions,
                    "{}:/{} example {} has {} tokens but {} has "
-                   "max_position_embeddings {}\n  hint: prepare the data with --max-length {} or less",
-                   dataset.path().string(), split, longest - lengths.begin(), *longest, model, limits.max_positions,
-                   limits.max_positions);
+                   "{} {}\n  hint: prepare the data with {} {} or less",
+                   dataset.path().string(), split, longest - lengths.begin(), *longest, model, limits.positions_field,
+                   limits.max_positions, row_length_option(dataset), limits.max_positions);
+  }
+  if (dataset.task() == data::Task::causal_lm) {  // a row predicts each token after its first
+    int64_t predicted = 0;
+    for (const int64_t length : lengths) predicted += std::max<int64_t>(length - 1, 0);
+    HPCTRAIN_CHECK(predicted > 0, "{}:/{}: its {} row(s) hold no predicted token (every row has fewer than 2 tokens; "
+                   "a causal LM predicts each token after the first): a loss over 0 tokens is not a number, and a "
+                   "perplexity over them means nothing\n  hint: prepare the data with {} 2 or more",
+                   dataset.path().string(), split, lengths.size(), row_length_option(dataset));
   }
   HPCTRAIN_CHECK(!info.has_token_type_ids || limits.type_vocab_size == 0 || limits.type_vocab_size >= 2,
                  "{}:/{} stores token_type_ids 0 and 1 (sentence pairs) but {} has type_vocab_size {}: expected >= 2",

@@ -15,6 +15,7 @@
 #include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/tensor_io.hpp"
+#include "hpctrain/train/run_folder.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -124,13 +125,13 @@ std::map<std::string, at::Tensor> LoraRun::tensors() const {
 
 void LoraRun::save_final(const fs::path& output, const std::vector<fs::path>& tokenizer_files, bool merge,
                          std::optional<at::ScalarType> save_dtype) const {
-  io::write_folder_atomically(output / "final", [&](const fs::path& tmp) {
+  io::write_folder_atomically(output / kFinalName, [&](const fs::path& tmp) {
     write(tmp);
     for (const fs::path& file : tokenizer_files) fs::copy_file(file, tmp / file.filename());
   });
   if (!merge) return;
   models::merge_lora(*model_);  // the model is a plain transformers model from here on
-  models::save_pretrained(*model_, output / "final-merged", tokenizer_files, save_dtype);
+  models::save_pretrained(*model_, output / kFinalMergedName, tokenizer_files, save_dtype);
 }
 
 }  // namespace hpctrain::train

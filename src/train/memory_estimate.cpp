@@ -9,6 +9,7 @@
 #include "lora_memory_estimate.hpp"
 #include "zero_memory_estimate.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 
@@ -91,8 +92,9 @@ int64_t shape_numel(const std::vector<int64_t>& shape) {
   return numel;
 }
 
-void check_positive(int64_t value, const char* option) {
-  HPCTRAIN_CHECK(value > 0, "{} {}: expected a positive number", option, value);
+// Bounded before any arithmetic (issue 30): the byte counts below multiply batch, length, width and layers.
+void check_positive(int64_t value, const char* option, int64_t most = int64_t{1} << 24) {
+  HPCTRAIN_CHECK(value > 0 && value <= most, "{} {}: expected a positive number, at most {}", option, value, most);
 }
 
 }  // namespace
@@ -101,6 +103,8 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
                                const MemoryEstimateOptions& options) {
   check_positive(options.batch_size, "--batch-size");
   check_positive(options.sequence_length, "--sequence-length");
+  check_positive(options.world_size, "--world-size", int64_t{1} << 20);
+  if (options.lora_r != 0) check_positive(options.lora_r, "--lora-r", models::kMostLoraRank);
   MemoryEstimate e;
   e.model_type = config.model_type();
   e.optimizer = optim::canonical_optimizer_name(options.optimizer.optim);

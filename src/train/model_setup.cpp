@@ -147,6 +147,12 @@ void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader
     for (const char* name : kTokenizerFileNames)
       if (fs::is_regular_file(dir / name)) setup.tokenizer_files.push_back(dir / name);
   }
+  // The base's generation settings (EOS ids, sampling defaults) go with the model, as transformers' save keeps them.
+  const fs::path generation_config = options.model_dir / "generation_config.json";
+  if (!options.model_dir.empty() && fs::is_regular_file(generation_config) &&
+      std::none_of(setup.tokenizer_files.begin(), setup.tokenizer_files.end(),
+                   [](const fs::path& file) { return file.filename() == "generation_config.json"; }))
+    setup.tokenizer_files.push_back(generation_config);
   if (!is_text(dataset)) return;
   if (setup.tokenizer_files.empty()) {
     setup.notes.push_back(

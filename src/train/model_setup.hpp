@@ -17,7 +17,8 @@ namespace hpctrain::train {
 
 struct ModelSetup {
   std::shared_ptr<models::Model> model;  // a classifier, or a causal LM for a causal-lm dataset
-  std::vector<std::filesystem::path> tokenizer_files;  // copied into checkpoints and final/
+  // Copied into checkpoints and final/: the tokenizer's files, and the --model folder's generation_config.json.
+  std::vector<std::filesystem::path> tokenizer_files;
   std::vector<std::string> notes;                      // what was decided, for the log
   std::shared_ptr<LoraRun> lora;  // --lora-r > 0: the adapters attached to `model` (Note [LoRA]); null otherwise
 };

@@ -62,16 +62,27 @@ std::optional<RunIdentity> read_identity(const fs::path& output) {
   return run_identity_from_json(parsed, file.string());
 }
 
-// A run's own top-level files (runs: TensorBoard), which --overwrite-output-dir moves aside.
-constexpr const char* kRunTopLevelFiles[] = {kRunIdentityName, kTrainerStateName, "metrics.jsonl", "final", "runs"};
-
-// --overwrite-output-dir: the old run's top-level files get NAME.run-OLDID; its checkpoints stay.
-void move_old_run_aside(const fs::path& output, const std::string& old_id, std::vector<std::string>& notes) {
-  for (const char* name : kRunTopLevelFiles) {
-    if (!fs::exists(output / name)) continue;
+// --overwrite-output-dir: the old run's outputs (Note [Run outputs]) get NAME.run-OLDID; its checkpoints stay.
+void move_old_run_aside(const fs::path& output, const std::string& old_id, const std::vector<std::string>& extra,
+                        std::vector<std::string>& notes) {
+  std::vector<std::string> names(std::begin(kRunOutputs), std::end(kRunOutputs));
+  names.insert(names.end(), extra.begin(), extra.end());
+  for (const std::string& name : names) {
+    if (!fs::exists(fs::symlink_status(output / name))) continue;
     const fs::path aside = move_aside(output / name, old_id);
     notes.push_back(fmt::format("--overwrite-output-dir: the previous run's {} is now {}", name, aside.filename().string()));
   }
+}
+
+// Whether `inner` is `outer` or lies inside it, both resolved.
+bool inside(const fs::path& inner, const fs::path& outer) {
+  const fs::path a = fs::weakly_canonical(inner), b = fs::weakly_canonical(outer);
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty()) continue;  // a trailing separator
+    if (ai == a.end() || *ai != *bi) return false;
+  }
+  return true;
 }
 
 std::string refusal(const fs::path& output, const std::vector<std::string>& files, const std::optional<RunIdentity>& old) {
@@ -97,7 +108,8 @@ RunFolder claim_on_root(const fs::path& output, const FolderClaim& claim) {
   if (previous.empty()) return folder;
   if (claim.overwrite) {
     folder.identity.run_id = fresh.run_id;
-    move_old_run_aside(output, old ? old->run_id : "unnamed-" + fresh.run_id.substr(0, 8), folder.notes);
+    move_old_run_aside(output, old ? old->run_id : "unnamed-" + fresh.run_id.substr(0, 8), claim.extra_outputs,
+                       folder.notes);
   } else if (resume && old) {
     HPCTRAIN_CHECK(!resume_run_id || *resume_run_id == old->run_id,
                    "--resume: the checkpoint belongs to run {}, but --output '{}' holds run {}\n  hint: give the "
@@ -150,10 +162,41 @@ bool another_run_moved_aside(const fs::path& output) {
   if (!fs::is_directory(output)) return false;
   for (const auto& entry : fs::directory_iterator(output)) {
     const std::string name = entry.path().filename().string();
-    for (const char* file : kRunTopLevelFiles)
+    for (const char* file : kRunOutputs)
       if (name.rfind(fs::path(file).stem().string() + ".run-", 0) == 0) return true;
   }
   return false;
+}
+
+bool is_run_output(const std::string& name, const std::vector<std::string>& extra) {
+  if (name == kRunLockName || parse_checkpoint_name(name)) return true;
+  for (const char* output : kRunOutputs)
+    if (name == output) return true;
+  return std::find(extra.begin(), extra.end(), name) != extra.end();
+}
+
+void check_run_inputs(const fs::path& output, const std::vector<RunInput>& inputs,
+                      const std::vector<std::string>& extra_outputs, const fs::path& resume_checkpoint) {
+  std::vector<std::string> names(std::begin(kRunOutputs), std::end(kRunOutputs));
+  names.insert(names.end(), extra_outputs.begin(), extra_outputs.end());
+  for (const RunInput& input : inputs) {
+    if (input.path.empty()) continue;
+    for (const std::string& name : names)
+      HPCTRAIN_CHECK(!inside(input.path, output / name), "{} '{}' lies in '{}', which this run writes (--output '{}'): "
+                     "refusing to read an input the run would replace or move aside\n  hint: copy it out of the "
+                     "run folder first, or choose another --output", input.option, input.path.string(),
+                     (output / name).string(), output.string());
+    if (!fs::is_directory(output)) continue;
+    for (const auto& entry : fs::directory_iterator(output)) {
+      const std::string name = entry.path().filename().string();
+      if (!parse_checkpoint_name(name) || !entry.is_directory()) continue;
+      if (!resume_checkpoint.empty() && inside(resume_checkpoint, entry.path())) continue;  // --resume reads its own
+      HPCTRAIN_CHECK(!inside(input.path, entry.path()), "{} '{}' lies in the checkpoint '{}', which this run may "
+                     "replace, move aside or rotate away (--output '{}')\n  hint: copy it out of the run folder first, "
+                     "or choose another --output", input.option, input.path.string(), entry.path().string(),
+                     output.string());
+    }
+  }
 }
 
 bool owns(const RunIdentity& identity, const std::optional<std::string>& checkpoint_run_id) {
@@ -166,8 +209,7 @@ std::vector<std::string> previous_run_files(const fs::path& output) {
   if (!fs::is_directory(output)) return names;
   for (const auto& entry : fs::directory_iterator(output)) {
     const std::string name = entry.path().filename().string();
-    const bool belongs = name == kRunIdentityName || name == kTrainerStateName || name == "metrics.jsonl" ||
-                         name == "final" || (parse_checkpoint_name(name) && entry.is_directory());
+    const bool belongs = name != kRunLockName && is_run_output(name) && (!parse_checkpoint_name(name) || entry.is_directory());
     if (belongs) names.push_back(name);
   }
   std::sort(names.begin(), names.end());

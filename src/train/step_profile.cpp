@@ -7,6 +7,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/models/registry.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/scaling_model.hpp"
@@ -38,7 +39,8 @@ StepProfile measure_step_profile(const io::HfConfig& config, const MemoryEstimat
   const models::ModelInputs inputs = random_token_batch(config, options);
   const auto model = models::build_model(config);
   accelerator.prepare_model(*model);
-  const auto optimizer = optim::make_optimizer(options.optimizer, model->named_parameters().pairs());
+  const auto optimizer = optim::make_optimizer(options.optimizer, model->named_parameters().pairs(),
+                                               models::no_weight_decay_parameters(*model));
   model->train();
   std::vector<double> forward, backward, step;
   for (int i = 0; i < warmup + steps; ++i) {

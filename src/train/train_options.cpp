@@ -10,6 +10,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/field_count.hpp"
+#include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/schedule.hpp"
 #include "hpctrain/train/parallel/strategy.hpp"
 #include "hpctrain/train/time_limit.hpp"
@@ -25,6 +26,11 @@ void check_positive(int64_t value, const char* flag) {
 }
 void check_not_negative(int64_t value, const char* flag, const char* zero_means) {
   HPCTRAIN_CHECK(value >= 0, "{} {}: expected an integer >= 0 (0 = {})", flag, value, zero_means);
+}
+// Integer options are bounded before any arithmetic (issue 30): products such as batch x ranks x accumulation and
+// shifts such as MiB << 20 then stay far inside int64.
+void check_at_most(int64_t value, int64_t most, const char* flag) {
+  HPCTRAIN_CHECK(value <= most, "{} {}: expected at most {}", flag, value, most);
 }
 void check_finite(double value, const char* flag) {
   HPCTRAIN_CHECK(std::isfinite(value), "{} {}: expected a finite number", flag, value);
@@ -53,6 +59,12 @@ void check_optimization(const TrainOptions& o) {
   check_positive(o.cache_mb, "--cache-mb");
   check_not_negative(o.eval_batch_size, "--eval-batch-size", "same as --batch-size");
   check_positive(o.accelerator.gradient_accumulation_steps, "--gradient-accumulation-steps");
+  constexpr int64_t kMostBatch = int64_t{1} << 24, kMostMib = int64_t{1} << 30, kMostEpochs = int64_t{1} << 24;
+  check_at_most(o.batch_size, kMostBatch, "--batch-size");
+  check_at_most(o.eval_batch_size, kMostBatch, "--eval-batch-size");
+  check_at_most(o.accelerator.gradient_accumulation_steps, kMostBatch, "--gradient-accumulation-steps");
+  check_at_most(o.cache_mb, kMostMib, "--cache-mb");
+  check_at_most(o.epochs, kMostEpochs, "--epochs");
   check_finite(o.lr, "--lr");
   HPCTRAIN_CHECK(o.lr >= 0, "--lr {}: expected >= 0", o.lr);
   optim::validate_optimizer_options(o.optimizer);
@@ -117,6 +129,12 @@ void check_outputs(const TrainOptions& o) {
     HPCTRAIN_CHECK(fs::is_regular_file(fs::path(o.resume) / "trainer_state.json"),
                    "--resume '{}': not a complete checkpoint folder (no trainer_state.json); expected auto or "
                    "OUTPUT/checkpoint-STEP", o.resume);
+  const bool config_file = !o.model_config.empty() && o.model_config.rfind("preset:", 0) != 0;
+  const fs::path resume = o.resume == "auto" ? fs::path() : fs::path(o.resume);
+  check_run_inputs(o.output,
+                   {{"--model", o.model_dir}, {"--tokenizer", o.tokenizer}, {"--data", o.data},
+                    {"--model-config", config_file ? fs::path(o.model_config) : fs::path()}, {"--resume", resume}},
+                   extra_run_outputs(o), resume);
 }
 
 
@@ -249,6 +267,17 @@ InjectedOverflow parse_injected_overflow(const std::string& text) {
 const std::vector<OptionField>& train_option_fields() {
   static const std::vector<OptionField> fields(std::begin(kFields), std::end(kFields));
   return fields;
+}
+
+std::vector<std::string> extra_run_outputs(const TrainOptions& options) {
+  if (options.timeline.empty() || options.output.empty()) return {};
+  const auto resolved = [](const fs::path& path) {
+    const fs::path full = fs::weakly_canonical(path).lexically_normal();
+    return full.filename().empty() ? full.parent_path() : full;  // "dir/" as "dir"
+  };
+  const fs::path timeline = resolved(options.timeline);
+  if (timeline.parent_path() != resolved(options.output)) return {};
+  return {timeline.filename().string()};
 }
 
 void validate_train_options(const TrainOptions& options) {

@@ -249,7 +249,8 @@ ResumePoint Run::open_run() {
   HPCTRAIN_CHECK(!options.eval_split_required || dataset->has_split(options.eval_split),
                  "--eval-split '{}': '{}' has no such split; it has: {}", options.eval_split, options.data.string(),
                  fmt::join(dataset->splits(), ", "));
-  folder = claim_run_folder(comm, options.output, FolderClaim{options.resume, options.overwrite_output_dir});
+  folder = claim_run_folder(comm, options.output,
+                            FolderClaim{options.resume, options.overwrite_output_dir, extra_run_outputs(options)});
   ResumePoint resume = find_resume_point(comm, options.resume, options.output, folder.identity);
   RunGeometry requested;
   requested.world_size = comm.world_size(), requested.per_rank_batch = options.batch_size;
@@ -340,7 +341,7 @@ void Run::measure_peak() {
   const c10::ScalarType dtype = acc.precision().autocast_dtype().value_or(at::kFloat);
   double peak = options.peak_tflops * 1e12;
   if (peak <= 0) peak = comm.allreduce_value(measure_peak_flops(acc.device(), dtype), dist::ReduceOp::min);
-  report->set_peak_flops(peak * comm.world_size());
+  report->set_peak_flops(peak * comm.world_size(), options.peak_tflops <= 0);
   log::info("MFU: against a peak of {:.1f} GFLOP/s per rank ({} matrix products{})", peak / 1e9, c10::toString(dtype),
             options.peak_tflops > 0 ? ", --peak-tflops" : ", measured");
 }
@@ -615,7 +616,7 @@ TrainResult Run::finish(double seconds, int64_t samples) {
     result.checkpoint_dir = options.output / checkpoint_name(state.global_step);
     return result;
   }
-  result.final_dir = options.output / "final";
+  result.final_dir = options.output / kFinalName;
   acc.with_whole_model([&] {  // --zero-stage 3: gathered for rank 0 to write
     dist::run_collectively(comm, "saving the final model", [&] {
       if (!comm.is_main_process()) return;

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Checks an `hpctrain prep lm` file with h5py against reference ids made by Hugging Face tokenizers.
 
-usage: check_lm_h5.py FILE.h5 GOLDEN.json TOKENIZER group|none LENGTH [FIRST_FILE_DOCUMENTS]
+usage: check_lm_h5.py FILE.h5 GOLDEN.json TOKENIZER group|none|bfd|bfd_split LENGTH [FIRST_FILE_DOCUMENTS]
 GOLDEN.json: tests/prep/golden/lm_documents.json; its documents were the inputs in order, the first
 FIRST_FILE_DOCUMENTS (default: all) in one input file and the rest in a second one (source_index counts rows in
 each file). group: the concatenated documents cut into rows of LENGTH tokens, the remainder dropped, each row with
 the row of the document of its first token; none: one row per document, its first LENGTH ids. The rows of every
-split together must be exactly those (in any order: the file is shuffled). Prints each failed check; exit 1 if any.
+split together must be exactly those (in any order: the file is shuffled). bfd: rows of at most LENGTH tokens whose
+documents (split at document_start) are each document's first LENGTH ids; bfd_split: the same with every document
+cut into pieces of LENGTH ids; each row names the row of its first document. Prints each failed check; exit 1 if any.
 """
 import collections
 import json
@@ -31,6 +33,12 @@ def check(cond, message):
 
 def expected_rows():
     rows = collections.Counter()
+    if mode in ("bfd", "bfd_split"):
+        for d, ids in enumerate(documents):
+            pieces = [ids[at:at + length] for at in range(0, len(ids), length)]
+            for piece in pieces[:1] if mode == "bfd" else pieces:
+                rows[tuple(piece)] += 1
+        return rows
     if mode == "none":
         for d, ids in enumerate(documents):
             rows[(tuple(ids[:length]), source_row[d])] += 1
@@ -59,6 +67,16 @@ with h5py.File(path, "r") as f:
         lengths = np.diff(offsets)
         if mode == "group":
             check((lengths == length).all(), f"{split}: row lengths {sorted(set(lengths.tolist()))}, expected {length}")
+        if mode in ("bfd", "bfd_split"):
+            check((lengths <= length).all(), f"{split}: row lengths up to {lengths.max()}, expected at most {length}")
+            starts = group["document_start"][:]
+            check(starts.dtype == np.uint8 and len(starts) == len(ids), f"{split}: document_start {starts.dtype}")
+            check((starts[offsets[:-1]] == 1).all(), f"{split}: a row does not begin a document")
+            cuts = np.flatnonzero(starts).tolist() + [len(ids)]
+            for begin, end in zip(cuts[:-1], cuts[1:]):
+                got[tuple(ids[begin:end].tolist())] += 1
+            continue
+        check("document_start" not in group, f"{split}: document_start in a {mode} file")
         for i in range(len(sources)):
             got[(tuple(ids[offsets[i]:offsets[i + 1]].tolist()), int(sources[i]))] += 1
     expected = expected_rows()

@@ -87,6 +87,28 @@ expect_failure "ids outside the model's vocabulary" "prompt id [0-9]+ \(position
   gen --model "$REPO/tests/models/golden/tiny-gpt2-f32" --tokenizer "$MODEL" --prompt "$prompt" --max-new-tokens 2
 expect_failure "under mpirun -np 2" "runs in one process, but it was started as one of 2" \
   env OMPI_COMM_WORLD_SIZE=2 "$HPCTRAIN" generate "${base[@]}" --max-new-tokens 2
+# Issue 30: a tiny temperature samples the most likely token (float32 logits / 1e-40 overflowed, softmax gave NaN
+# and token 0 was drawn); N samples in one call; --max-new-tokens bounded by the positions at once; out-of-range
+# values and unknown options named.
+greedy_ids=$(gen --model "$MODEL" --prompt "$prompt" --max-new-tokens 12 --json 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["new_ids"])')
+expect_success "--temperature 1e-40" gen --model "$MODEL" --prompt "$prompt" --max-new-tokens 12 --temperature 1e-40 --json
+[[ "$(new_ids)" == "$greedy_ids" ]] && ok "--temperature 1e-40 draws the greedy tokens" || bad "--temperature 1e-40: $(cat "$WORK/out") vs $greedy_ids"
+expect_success "--num-return-sequences 3" sample --seed 3 --num-return-sequences 3
+"$PY" - "$WORK/out" "$WORK/s3a" <<'PYEOF' && ok "3 sequences, one JSON line each, the first is --seed 3's" || { bad "--num-return-sequences"; cat "$WORK/out"; }
+import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])]
+assert len(lines) == 3 and lines[0] == json.loads(open(sys.argv[2]).read()), lines
+assert len({tuple(line["new_ids"]) for line in lines}) > 1, "three equal samples"
+PYEOF
+expect_failure "--num-return-sequences 2 greedy" "--num-return-sequences 2: greedy decoding" gen "${base[@]}" --max-new-tokens 2 --num-return-sequences 2
+expect_failure "--max-new-tokens 2^63-1" "--max-new-tokens: 9223372036854775807 new tokens after a prompt of [0-9]+ exceed the model's max_position_embeddings 128 .*expected at most [0-9]+" \
+  gen "${base[@]}" --max-new-tokens 9223372036854775807
+expect_failure "--max-new-tokens 200 (128 positions)" "--max-new-tokens: 200 new tokens .* max_position_embeddings 128" \
+  gen "${base[@]}" --max-new-tokens 200
+expect_failure "--temperature nan" "--temperature: expected a number >= 0" gen "${base[@]}" --max-new-tokens 2 --temperature nan
+expect_failure "--top-p 0" "--top-p: expected a probability in \(0, 1\]" gen "${base[@]}" --max-new-tokens 2 --temperature 1 --top-p 0
+expect_failure "--temprature (a typo)" "unrecognised option '--temprature' \(did you mean --temperature\?\)" \
+  gen "${base[@]}" --max-new-tokens 2 --temprature 1
 "$HPCTRAIN" generate --help >"$WORK/help" 2>&1
 tr -s ' \n' ' ' <"$WORK/help" | grep -q "the prompt not included" && ok "--help says text is the new tokens only" || bad "--help"
 finish

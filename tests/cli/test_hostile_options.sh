@@ -21,6 +21,22 @@ expect_failure "train --skip-nonfinite false" "unexpected word 'false' after --s
   "$HPCTRAIN" ${BASE[train]} --skip-nonfinite false
 expect_failure "eval --json false" "unexpected word 'false' after --json" "$HPCTRAIN" ${BASE[eval]} --json false
 expect_failure "inspect two paths" "unexpected word '$WORK/other.h5'" "$HPCTRAIN" inspect "$WORK/data.h5" "$WORK/other.h5"
+# Issue 30: integer options bounded before any arithmetic (MiB << 20, batch x ranks x accumulation), named; a
+# mistyped option gets the nearest one.
+expect_failure "train --cache-mb 2^40" "--cache-mb 1099511627776: expected at most 1073741824" \
+  "$HPCTRAIN" ${BASE[train]} --cache-mb 1099511627776
+expect_failure "train --batch-size 2^40" "--batch-size 1099511627776: expected at most 16777216" \
+  "$HPCTRAIN" ${BASE[train]} --batch-size 1099511627776
+expect_failure "eval --cache-mb 2^40" "--cache-mb 1099511627776: expected 1 to 1073741824 MiB" "$HPCTRAIN" ${BASE[eval]} --cache-mb 1099511627776
+expect_failure "train --max-stpes (a typo)" "unrecognised option '--max-stpes' \(did you mean --max-steps\?\)" \
+  "$HPCTRAIN" ${BASE[train]} --max-stpes 2
+# eval and predict show progress as train does: in a pipe, a line on stderr at every tenth of a long split.
+expect_success "eval --batch-size 1 (a batch per example)" "$HPCTRAIN" ${BASE[eval]} --batch-size 1 --json
+[[ $(grep -cE "^eval: batch [0-9]+/[0-9]+ " "$WORK/err") -eq 10 ]] && "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$WORK/out" \
+  && ok "eval: 10 progress lines on stderr, stdout only the JSON" || { bad "eval progress"; cat "$WORK/err"; }
+expect_success "predict --no-progress" "$HPCTRAIN" ${BASE[predict]} --batch-size 1 --no-progress --overwrite
+grep -q "batch [0-9]*/" "$WORK/err" "$WORK/out" && bad "--no-progress printed progress" || ok "predict --no-progress: no progress lines"
+rm -f "$WORK/preds.jsonl"
 echo 'max-steps = 1' >"$WORK/ok.cfg"
 expect_success "train --config FILE still works" "$HPCTRAIN" ${BASE[train]} --config "$WORK/ok.cfg"
 echo 'seed = fast' >"$WORK/bad.cfg"

@@ -109,6 +109,22 @@ expect_failure "--block-size with --packing none" "--block-size 8 cuts packed ro
 expect_failure "too few tokens for one row" "split 'train': its 49 documents hold [0-9]+ tokens, fewer than one row of --block-size 100000" \
   lm --input "$WORK/all.jsonl" --text-field body --tokenizer "$BPE/gpt2" --block-size 100000 --output "$WORK/x.h5"
 expect_no_file "no output after a refused option" "$WORK/x.h5"
+# Issue 30: a row of one token predicts nothing; an input without usable rows is named; train and eval refuse a
+# split without a predicted token (was: training to NaN, perplexity 1.0 over 0 tokens).
+expect_failure "--block-size 1" "--block-size 1: expected 2 to [0-9]+ tokens per row \(a row of one token predicts nothing\)" \
+  lm --input "$WORK/all.jsonl" --text-field body --tokenizer "$BPE/gpt2" --block-size 1 --output "$WORK/x.h5"
+expect_failure "--packing none --max-length 1" "--max-length 1: expected 2 to" \
+  lm --input "$WORK/all.jsonl" --text-field body --tokenizer "$BPE/gpt2" --packing none --max-length 1 --output "$WORK/x.h5"
+expect_failure "too few tokens: the inputs are named" "inputs: '$WORK/all.jsonl'" \
+  lm --input "$WORK/all.jsonl" --text-field body --tokenizer "$BPE/gpt2" --block-size 100000 --output "$WORK/x.h5"
+for i in 1 2 3 4 5 6; do echo '{"body": "<|endoftext|>"}'; done >"$WORK/empty-docs.jsonl"  # each document: its EOS alone
+expect_success "--packing none of one-token documents" \
+  lm --input "$WORK/empty-docs.jsonl" --text-field body --tokenizer "$BPE/gpt2" --packing none --validation-fraction 0.5 --output "$WORK/ones.h5"
+echo '{"model_type": "gpt2", "vocab_size": 50257, "n_embd": 8, "n_layer": 1, "n_head": 2, "n_positions": 16}' >"$WORK/gpt2-tiny.json"
+expect_failure "train refuses a split without a predicted token" "ones.h5:/train: its 3 row\(s\) hold no predicted token" \
+  "$HPCTRAIN" train --model-config "$WORK/gpt2-tiny.json" --data "$WORK/ones.h5" --output "$WORK/run-ones" --threads 1
+expect_failure "--max-length 2 rows longer than n_positions name prep lm's option" "prepare the data with .prep lm --packing none --max-length. 16 or less" \
+  "$HPCTRAIN" train --model-config "$WORK/gpt2-tiny.json" --data "$WORK/gpt2-none.h5" --output "$WORK/run-long" --threads 1
 mkdir -p "$WORK/noeos" && cp "$BPE/gpt2/tokenizer.json" "$WORK/noeos/"
 echo '{"bos_token": "<|endoftext|>"}' >"$WORK/noeos/tokenizer_config.json"
 expect_failure "a tokenizer without EOS is refused" "noeos: the tokenizer has no EOS token \(tokenizer_config.json's eos_token: absent\)" \

@@ -38,7 +38,8 @@ BOOST_AUTO_TEST_CASE(adamw_8bit_cuda_matches_the_cpu) {
   using namespace hpctrain::optim;
   const at::Device gpu(at::kCUDA, 0);
   const NamedParameters cpu_params = agreement_parameters(at::kCPU), gpu_params = agreement_parameters(gpu);
-  AdamW8bit cpu(weight_decay_groups(cpu_params, 0.01), {}), cuda(weight_decay_groups(gpu_params, 0.01), {});
+  AdamW8bit cpu(weight_decay_groups(cpu_params, 0.01, {"layer.bias"}), {}),
+      cuda(weight_decay_groups(gpu_params, 0.01, {"layer.bias"}), {});
   for (int step = 0; step < 5; ++step) {
     for (std::size_t i = 0; i < cpu_params.size(); ++i) {
       const at::Tensor grad = at::randn(cpu_params[i].second.sizes()) * 0.1;

@@ -72,3 +72,48 @@ BOOST_AUTO_TEST_CASE(causal_lm_files_have_no_label_names) {
   }
   BOOST_CHECK(has(error_of([&] { data::DatasetReader{text}; }), "expected a non-empty JSON array of strings"));
 }
+
+// Note [Document boundaries]: rows packed from documents round-trip with their document_start flags (through
+// hyperslab and index reads); hostile flags are named; the writer refuses what the reader would.
+BOOST_AUTO_TEST_CASE(causal_lm_rows_keep_their_document_boundaries) {
+  TempDir dir;
+  const data::TextExamples documents = make_text(12, 3, false);
+  data::TextExamples rows;
+  for (int64_t first = 0; first < documents.size(); first += 3)
+    rows.append_packed(data::gather(documents, {first, first + 1, first + 2}));
+  auto write = [&](const std::string& name) {
+    data::DatasetWriter writer(dir.file(name), causal_lm_attributes(), {}, /*overwrite=*/true);
+    writer.write_text_split("train", rows, /*has_pairs=*/false, /*has_document_starts=*/true);
+    writer.commit();
+    return dir.file(name);
+  };
+  const auto path = write("packed.h5");
+  const data::DatasetReader reader(path);
+  BOOST_CHECK(reader.split_info("train").has_document_starts);
+  reader.validate_split("train");
+  BOOST_CHECK(reader.read_text("train", 0, 4).document_start == rows.document_start);
+  const data::TextExamples picked = reader.read_text_indices("train", {2, 0});
+  BOOST_CHECK(picked.document_start == data::gather(rows, {2, 0}).document_start);
+  // An older file (no document_start) reads as rows of one sequence each.
+  BOOST_CHECK(!data::DatasetReader(write_causal_lm_file(dir.file("old.h5"), documents)).read_text("train", 0, 2).has_document_starts());
+
+  auto corrupt = [&](const std::string& name, int64_t at, uint8_t value) {
+    const auto file = write(name);
+    overwrite_element<uint8_t>(file, "train", "document_start", at, value);
+    return error_of([&] { data::DatasetReader(file).validate_split("train"); });
+  };
+  std::string message = corrupt("two.h5", 1, 2);
+  BOOST_CHECK_MESSAGE(has(message, "/train/document_start[1] = 2 (example 0): expected 0 or 1"), message);
+  message = corrupt("first.h5", rows.offsets[2], 0);
+  BOOST_CHECK_MESSAGE(has(message, fmt::format("/train/document_start[{}] = 0 (example 2): expected 1", rows.offsets[2])),
+                      message);
+  data::TextExamples bad = rows;
+  bad.document_start[static_cast<std::size_t>(rows.offsets[1])] = 0;
+  data::DatasetWriter writer(dir.file("refused.h5"), causal_lm_attributes(), {}, true);
+  message = error_of([&] { writer.write_text_split("train", bad, false, true); });
+  BOOST_CHECK_MESSAGE(has(message, "example 1, token 0: document_start 0, expected 1"), message);
+  message = error_of([&] { data::DatasetWriter(dir.file("w.h5"), causal_lm_attributes(), {}, true).write_text_split(
+                               "train", documents, false, true); });
+  BOOST_CHECK_MESSAGE(has(message, "the split was begun with document boundaries but this piece has no document_start"),
+                      message);
+}

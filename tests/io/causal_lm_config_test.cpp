@@ -61,6 +61,16 @@ BOOST_AUTO_TEST_CASE(llama_and_qwen2_defaults) {
   require_error([&] { (void)qwen2.llama(); }, {"model_type is \"qwen2\", expected \"llama\""});
 }
 
+BOOST_AUTO_TEST_CASE(causal_lm_configs_get_no_id2label) {  // as transformers writes them: a causal LM has no labels
+  for (const char* type : {"gpt2", "llama", "qwen2"}) {
+    const json out = parse(std::string(R"({"model_type": ")") + type + "\"}").to_json();
+    BOOST_TEST(!out.contains("id2label"), type);
+    BOOST_TEST(!out.contains("label2id"), type);
+  }
+  BOOST_TEST(parse(R"({"model_type": "gpt2", "id2label": {"0": "a", "1": "b"}})").to_json().contains("id2label"));
+  BOOST_TEST(parse(R"({"model_type": "distilbert"})").to_json().contains("id2label"));
+}
+
 BOOST_AUTO_TEST_CASE(rope_settings_in_both_spellings) {
   const io::HfConfig v4 = parse(R"({"model_type": "llama", "rope_theta": 500000.0, "rope_scaling": {"rope_type":
       "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,

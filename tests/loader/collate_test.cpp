@@ -51,6 +51,20 @@ BOOST_AUTO_TEST_CASE(text_pad_id_and_multiple) {
   BOOST_CHECK_EQUAL(exact.input_ids.size(1), 5);  // already a multiple
 }
 
+// Note [Document boundaries]: rows packed from documents get positions that restart at every document, as
+// transformers' DataCollatorWithFlattening (padding counts on from the last document); rows without boundaries get
+// none.
+BOOST_AUTO_TEST_CASE(packed_rows_get_positions_per_document) {
+  data::TextExamples rows;
+  rows.append({5, 6, 7, 8, 9}, {}, -1, 0, {1, 0, 1, 0, 0});
+  rows.append({3, 4}, {}, -1, 1, {1, 1});
+  const loader::Batch batch = loader::collate_text(rows, {{0, false, 0}, {1, false, 0}}, {1, 0});
+  BOOST_REQUIRE(batch.position_ids.defined());
+  const auto expected = torch::tensor({0, 1, 0, 1, 2, 0, 0, 1, 2, 3}, torch::kLong).view({2, 5});
+  BOOST_CHECK(torch::equal(batch.position_ids, expected));
+  BOOST_CHECK(!loader::collate_text(three_examples(false), kPositions, {1, 0}).position_ids.defined());
+}
+
 BOOST_AUTO_TEST_CASE(text_size_mismatch_is_an_error) {
   BOOST_CHECK_THROW((void)loader::collate_text(three_examples(false), {{0, false, 0}}, {}), Error);
 }

@@ -14,6 +14,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -205,10 +207,60 @@ BOOST_AUTO_TEST_CASE(bad_prompts_and_options_are_named) {
   options = GenerationOptions();
   options.top_k = -2;
   BOOST_TEST(contains(error_message([&] { check_generation_options(options); }), "got -2"));
-  // GPT-2 has 32 positions: a longer generation is refused when it gets there, naming the limit.
+  // GPT-2 has 32 positions: a longer generation is refused at once, naming the limit (issue 30: at int64's
+  // largest count the old code overflowed and never ended).
   options = GenerationOptions();
-  options.max_new_tokens = 40;
-  BOOST_TEST(contains(error_message([&] { (void)generate(*model, {3, 4}, options); }), "exceeds n_positions 32"));
+  for (const int64_t count : {int64_t{40}, std::numeric_limits<int64_t>::max()}) {
+    options.max_new_tokens = count;
+    const std::string message = error_message([&] { (void)generate(*model, {3, 4}, options); });
+    BOOST_TEST(contains(message, "max_new_tokens: " + std::to_string(count) + " new tokens after a prompt of 2 exceed "
+                                 "the model's n_positions 32"), message);
+    BOOST_TEST(contains(message, "expected at most 30"), message);
+  }
+  // The KV cache against the memory available: 2 x 2 layers x 24 x 4 bytes = 384 bytes per token.
+  const std::string memory = error_message([&] {
+    check_generation_fits(model->config(), 2, 30, core::HostMemory{384 * 10, "a test's limit"});
+  });
+  BOOST_TEST(contains(memory, "max_new_tokens: 30 new tokens after a prompt of 2 need a KV cache"), memory);
+  BOOST_TEST(contains(memory, "a test's limit); expected at most 8 new tokens"), memory);
+}
+
+// Note [Safe sampling]: a tiny temperature draws the most likely token (float32 logits / 1e-40 overflowed, softmax
+// gave NaN and token 0 was drawn); logits without a distribution are refused, never answered with some id.
+BOOST_AUTO_TEST_CASE(sampling_is_numerically_safe) {
+  const at::Tensor logits = at::tensor({-1.0f, 2.0f, 7.5f, 7.25f, 0.0f});
+  SplitMix64 rng(5);
+  GenerationOptions options;
+  for (const double temperature : {1e-40, 1e-300, 1e-12}) {
+    options.temperature = temperature;
+    for (int i = 0; i < 50; ++i) BOOST_TEST_REQUIRE(next_token(logits, options, rng) == 2);
+  }
+  options.temperature = 1e300;  // uniform: every token is drawn
+  std::set<int64_t> seen;
+  for (int i = 0; i < 500; ++i) seen.insert(next_token(logits, options, rng));
+  BOOST_TEST(seen.size() == 5u);
+  options.temperature = 1.0;
+  const at::Tensor nan = at::tensor({1.0f, std::nanf(""), 0.5f});
+  BOOST_TEST(contains(error_message([&] { (void)next_token(nan, options, rng); }), "hold 1 NaN or +Inf value(s) (first at token id 1)"));
+  const at::Tensor inf = at::tensor({1.0f, 0.5f, std::numeric_limits<float>::infinity()});
+  BOOST_TEST(contains(error_message([&] { (void)next_token(inf, options, rng); }), "first at token id 2"));
+  const at::Tensor none = at::full({3}, -std::numeric_limits<float>::infinity());
+  BOOST_TEST(contains(error_message([&] { (void)next_token(none, options, rng); }), "every logit for the next token is -Inf"));
+  options.temperature = 0;
+  BOOST_TEST(contains(error_message([&] { (void)next_token(nan, options, rng); }), "NaN"));  // greedy too
+}
+
+BOOST_AUTO_TEST_CASE(several_sequences_in_one_call) {
+  std::shared_ptr<CausalLM> model = generation_model("tiny-qwen2");
+  GenerationOptions options;
+  options.max_new_tokens = 6, options.temperature = 3.0, options.seed = 11;
+  const std::vector<int64_t> prompt = {4, 8, 15};
+  const auto drawn = generate(*model, prompt, options, 3);
+  BOOST_TEST_REQUIRE(drawn.size() == 3u);
+  BOOST_TEST(drawn[0] == generate(*model, prompt, options), boost::test_tools::per_element());
+  BOOST_TEST((drawn[1] != drawn[0] || drawn[2] != drawn[0]));
+  options.temperature = 0;
+  BOOST_TEST(contains(error_message([&] { (void)generate(*model, prompt, options, 2); }), "num_return_sequences"));
 }
 
 BOOST_AUTO_TEST_CASE(kv_cache_grows_and_checks_shapes) {

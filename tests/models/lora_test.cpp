@@ -1,6 +1,7 @@
 // LoRA (models/lora.hpp, Note [LoRA]): the adapter's forward, PEFT's names and init, what trains, merging
 // (Linear and GPT-2's Conv1D), strict adapter loading, errors, and gradient checkpointing with adapters.
 #include "fixtures.hpp"
+#include "../error_capture.hpp"
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/checkpointing.hpp"
@@ -12,8 +13,12 @@
 #include <boost/test/unit_test.hpp>
 #include <torch/utils.h>
 
+#include <cmath>
+#include <functional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace hpctrain::models {
 namespace {
@@ -253,6 +258,60 @@ BOOST_AUTO_TEST_CASE(peft_config_round_trip_and_refusals) {
   nlohmann::json regex = json;
   regex["target_modules"] = ".*attn";
   BOOST_CHECK_THROW((void)LoraConfig::from_peft_json(regex, "x"), Error);
+}
+
+// Note [Adapter config checks]: each field of adapter_config.json checked as config.json's are, naming the file and
+// the field (never a --lora-* option the user did not give); an absurd r refused before anything is allocated.
+BOOST_AUTO_TEST_CASE(adapter_config_fields_name_the_file_and_field) {
+  LoraConfig config;
+  config.r = 8, config.task_type = "SEQ_CLS", config.target_modules = {"q_lin"};
+  const nlohmann::json good = config.to_peft_json();
+  const auto message = [&](const std::function<void(nlohmann::json&)>& edit) {
+    nlohmann::json json = good;
+    edit(json);
+    return hpctrain::testing::error_message([&] { (void)LoraConfig::from_peft_json(json, "A/adapter_config.json"); });
+  };
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& j) { j["r"] = "8"; }, "field 'r': expected the adapter's rank, an integer from 1 to 65536, got string \"8\""},
+      {[](nlohmann::json& j) { j.erase("r"); }, "field 'r': expected the adapter's rank, an integer from 1 to 65536, got nothing (missing)"},
+      {[](nlohmann::json& j) { j["r"] = 1000000000; }, "A/adapter_config.json: field 'r' 1000000000: expected the adapter's rank"},
+      {[](nlohmann::json& j) { j["r"] = 0; }, "field 'r' 0: expected"},
+      {[](nlohmann::json& j) { j["lora_alpha"] = "16"; }, "field 'lora_alpha': expected a finite number, got string \"16\""},
+      {[](nlohmann::json& j) { j["lora_dropout"] = 2; }, "field 'lora_dropout' 2: expected a probability in [0, 1)"},
+      {[](nlohmann::json& j) { j["target_modules"] = 5; }, "field 'target_modules' must be a list of module names, got number 5"},
+      {[](nlohmann::json& j) { j["target_modules"] = {"q_lin", 3}; }, "field 'target_modules': expected module names, got number 3"},
+      {[](nlohmann::json& j) { j.erase("target_modules"); }, "field 'target_modules': expected a list of module names"},
+      {[](nlohmann::json& j) { j["use_rslora"] = "yes"; }, "field 'use_rslora': expected true or false"},
+  };
+  for (const auto& [edit, expected] : cases) {
+    const std::string text = message(edit);
+    BOOST_TEST(text.find("A/adapter_config.json") != std::string::npos, text);
+    BOOST_TEST(text.find(expected) != std::string::npos, text);
+    BOOST_TEST(text.find("--lora") == std::string::npos, text);
+  }
+  // apply_lora names the file's field too.
+  auto model = testing::build(lora_distilbert_config());
+  nlohmann::json unknown = good;
+  unknown["target_modules"] = {"query"};
+  LoraConfig from_file = LoraConfig::from_peft_json(unknown, "A/adapter_config.json");
+  const std::string text = hpctrain::testing::error_message([&] { (void)apply_lora(*model, from_file); });
+  BOOST_TEST(text.find("A/adapter_config.json: field 'target_modules': 'query' names no linear module") != std::string::npos,
+             text);
+}
+
+BOOST_AUTO_TEST_CASE(a_non_finite_adapter_tensor_names_the_adapter_file) {
+  auto trained = testing::build(lora_distilbert_config());
+  LoraConfig config;
+  config.r = 2;
+  (void)apply_lora(*trained, config);
+  StateDict tensors = adapter_state_dict(*trained);
+  tensors.begin()->second = tensors.begin()->second.detach().clone().fill_(std::nan(""));
+  auto fresh = testing::build(lora_distilbert_config());
+  (void)apply_lora(*fresh, config);
+  const std::string text =
+      hpctrain::testing::error_message([&] { load_adapter_state_dict(*fresh, tensors, "A/adapter_model.safetensors"); });
+  BOOST_TEST(text.find("'A/adapter_model.safetensors': tensor '") != std::string::npos, text);
+  BOOST_TEST(text.find("NaN/Inf") != std::string::npos, text);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

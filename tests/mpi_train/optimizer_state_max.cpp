@@ -18,7 +18,7 @@ namespace {
 int run(dist::Comm& comm) {
   const int64_t elements = 100 * (comm.rank() + 1);
   const optim::NamedParameters named = {{"w", at::zeros({elements / 4, 4}).requires_grad_()}};
-  const optim::AdamW adamw(named, optim::AdamWOptions{});
+  const optim::AdamW adamw(named, {}, optim::AdamWOptions{});
   const int64_t own = adamw.state_bytes();
   HPCTRAIN_CHECK(own == 8 * elements, "rank {}: AdamW holds {} bytes of state for {} fp32 elements, expected {}",
                  comm.rank(), own, elements, 8 * elements);

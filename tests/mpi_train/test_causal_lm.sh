@@ -64,8 +64,8 @@ for np in 1 2; do
     --split validation --batch-size 3 --threads 1 --json
   sed -n '/^{/,/^}/p' "$WORK/eval$np.log" >"$WORK/eval$np.json"
 done
-run_ok "predict" "$WORK/pred.log" mpi 2 predict --model "$WORK/a/final" --data "$WORK/ragged.h5" --split validation \
-  --batch-size 3 --threads 1 --output "$WORK/pred.jsonl"
+run_ok "predict --logits" "$WORK/pred.log" mpi 2 predict --model "$WORK/a/final" --data "$WORK/ragged.h5" --split validation \
+  --batch-size 3 --threads 1 --output "$WORK/pred.jsonl" --logits
 "$PY" - "$WORK/eval1.json" "$WORK/eval2.json" "$WORK/a/metrics.jsonl" "$WORK/pred.jsonl" "$WORK/ragged.h5" <<'PYEOF' \
   && ok "eval: 1 rank == 2 ranks == the last evaluation == predict's rows; tokens = the split's predicted tokens" \
   || bad "eval results"
@@ -82,6 +82,8 @@ ok = ok and close(one["loss"], two["loss"]) and close(one["loss"], logged["eval_
 ok = ok and close(one["perplexity"], math.exp(one["loss"])) and len(rows) == len(offsets) - 1
 ok = ok and [r["index"] for r in rows] == list(range(len(rows)))
 ok = ok and close(sum(r["loss_sum"] for r in rows) / sum(r["tokens"] for r in rows), one["loss"])
+ok = ok and all(len(r["logprobs"]) == r["tokens"] and abs(sum(r["logprobs"]) + r["loss_sum"]) <= 1e-6 * max(1, r["loss_sum"])
+                for r in rows)  # predict --logits: each predicted token's log-probability
 sys.exit(0 if ok else 1)
 PYEOF
 if [[ -n "${HPCTRAIN_TRANSFORMERS_PYTHON:-}" ]]; then
@@ -101,6 +103,24 @@ with torch.no_grad():
 ours = json.load(open(sys.argv[3]))["loss"]
 print("transformers", total / count, "hpctrain", ours)
 sys.exit(0 if abs(total / count - ours) <= 1e-5 * max(1, ours) else 1)
+PYEOF
+  "$HPCTRAIN_TRANSFORMERS_PYTHON" - "$WORK/a/final" "$WORK/ragged.h5" "$WORK/pred.jsonl" <<'PYEOF' \
+    && ok "predict --logits: each token's log-probability = transformers' (1e-4)" || bad "predict --logits vs transformers"
+import h5py, json, sys, torch, numpy as np
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1]).eval()
+f = h5py.File(sys.argv[2], "r")
+ids, offsets = f["validation/input_ids"][:], f["validation/offsets"][:]
+rows = [json.loads(l) for l in open(sys.argv[3])]
+worst = 0.0
+with torch.no_grad():
+    for row, (b, e) in zip(rows, zip(offsets[:-1], offsets[1:])):
+        x = torch.tensor(ids[b:e].astype(np.int64))[None]
+        theirs = torch.log_softmax(model(input_ids=x).logits[0, :-1].double(), -1).gather(-1, x[0, 1:, None])[:, 0]
+        assert len(row["logprobs"]) == len(theirs), (len(row["logprobs"]), len(theirs))
+        worst = max([worst] + [abs(a - b) for a, b in zip(row["logprobs"], theirs.tolist())])
+print("max |logprob - transformers'|", worst)
+sys.exit(0 if worst <= 1e-4 else 1)
 PYEOF
 else
   echo "skip: transformers' loss on final/ (set HPCTRAIN_TRANSFORMERS_PYTHON to a python with transformers)"

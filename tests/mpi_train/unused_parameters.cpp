@@ -12,6 +12,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/ddp/consistency.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 
@@ -43,7 +44,8 @@ int run(dist::Comm& comm) {
   torch::manual_seed(100 + static_cast<uint64_t>(comm.rank()));  // different init: the broadcast must fix it
   Net net;
   acc.prepare_model(net);
-  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, net.named_parameters().pairs());
+  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, net.named_parameters().pairs(),
+                                               models::no_weight_decay_parameters(net));
   acc.register_optimizer(*optimizer);
   for (int64_t micro = 0; micro < 8; ++micro) {
     const bool sync = acc.accumulate();

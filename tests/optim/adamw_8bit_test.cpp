@@ -22,6 +22,7 @@ using namespace hpctrain::optim;
 namespace {
 
 constexpr double kLr = 1e-2, kDecay = 0.05;
+const std::set<std::string> kNoDecay8bit = {"layer.bias"};  // Trainer's no-decay group: the bias
 
 // "layer.weight" [40, 129] = 5,160 elements (8-bit state: 21 blocks, the last of 40) and "layer.bias" [129]
 // (under min_8bit_size: float32 state), as fresh leaf tensors from a fixed seed.
@@ -36,7 +37,7 @@ void set_gradients(const NamedParameters& params, int step) {
   for (const auto& [name, p] : params) p.mutable_grad() = at::randn(p.sizes()) * (0.1 * step);
 }
 
-AdamW8bit make_8bit(const NamedParameters& params) { return AdamW8bit(weight_decay_groups(params, kDecay), {}); }
+AdamW8bit make_8bit(const NamedParameters& params) { return AdamW8bit(weight_decay_groups(params, kDecay, kNoDecay8bit), {}); }
 
 // AdamW in float64 from the paper: m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 // p = p (1 - lr wd) - lr m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps).
@@ -94,7 +95,7 @@ BOOST_AUTO_TEST_CASE(each_step_is_adamw_within_the_block_quantization_bound) {
 BOOST_AUTO_TEST_CASE(small_parameters_keep_float32_state_and_step_as_adamw) {
   const NamedParameters a = make_parameters(), b = make_parameters();
   AdamW8bit eight = make_8bit(a);
-  AdamW adamw(weight_decay_groups(b, kDecay), AdamWOptions{});
+  AdamW adamw(weight_decay_groups(b, kDecay, kNoDecay8bit), AdamWOptions{});
   for (int t = 1; t <= 3; ++t) {
     set_gradients(a, t), set_gradients(b, t);
     eight.step(kLr), adamw.step(kLr);
@@ -148,7 +149,7 @@ BOOST_AUTO_TEST_CASE(state_round_trips_through_a_file_and_is_under_30_percent_of
                                {"lin1.weight", at::zeros({3072, 768})},
                                {"lin1.bias", at::zeros({3072})}};
   const AdamW8bit eight = make_8bit(big);
-  const AdamW adamw(weight_decay_groups(big, 0.0), AdamWOptions{});
+  const AdamW adamw(weight_decay_groups(big, 0.0, {"lin1.bias"}), AdamWOptions{});
   BOOST_TEST(eight.state_bytes() <= 0.30 * adamw.state_bytes(), eight.state_bytes() << " vs " << adamw.state_bytes());
   BOOST_TEST(eight.state_bytes() == AdamW8bit::state_bytes_for(30522 * 768, {}) + AdamW8bit::state_bytes_for(3072 * 768, {}) +
                                         AdamW8bit::state_bytes_for(3072, {}));
@@ -180,7 +181,7 @@ BOOST_AUTO_TEST_CASE(made_by_the_factory_under_both_names) {
   for (const char* name : {"adamw_bnb_8bit", "adamw_8bit"}) {
     OptimizerOptions options;
     options.optim = name;
-    const auto optimizer = make_optimizer(options, params);
+    const auto optimizer = make_optimizer(options, params, kNoDecay8bit);
     BOOST_TEST(optimizer->type() == "adamw_bnb_8bit");
     BOOST_TEST(optimizer->hyperparameters().at("min_8bit_size") == 4096);
     int64_t expected = 0;

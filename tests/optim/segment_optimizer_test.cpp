@@ -25,7 +25,7 @@ double segment_difference(const OptimizerOptions& options, int64_t cut) {
   const at::Tensor start = at::randn({24, 300});
   at::Tensor whole = start.clone().set_requires_grad(true);
   at::Tensor sharded = start.clone().set_requires_grad(true);
-  auto reference = make_optimizer(options, {{"layer.weight", whole}});
+  auto reference = make_optimizer(options, {{"layer.weight", whole}}, {});
   const at::Tensor flat = sharded.detach().view({-1});
   std::vector<at::Tensor> segments{flat.narrow(0, 0, cut), flat.narrow(0, cut, flat.numel() - cut)};
   std::vector<std::unique_ptr<Optimizer>> parts;

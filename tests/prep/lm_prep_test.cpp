@@ -110,7 +110,7 @@ BOOST_AUTO_TEST_CASE(without_packing_a_row_is_a_document_cut_to_max_length) {
   TempDir dir;
   write_file(dir / "docs.jsonl", jsonl(kDocuments));
   auto options = options_for(dir, "gpt2");
-  options.packing = false;
+  options.packing = prep::LmPacking::none;
   options.max_length = 6;
   const auto report = prep::prep_lm(options);
   const auto ids = document_ids("gpt2", kDocuments);
@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(validation_fraction_keeps_each_document_in_one_split) {
   TempDir dir;
   write_file(dir / "docs.jsonl", jsonl(texts));
   auto options = options_for(dir, "gpt2");
-  options.packing = false;
+  options.packing = prep::LmPacking::none;
   options.validation_fraction = 0.25;
   options.seed = 5;
   (void)prep::prep_lm(options);

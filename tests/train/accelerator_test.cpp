@@ -9,6 +9,7 @@
 #include "fixtures.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/tensor_io.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/optim/optimizer.hpp"
@@ -123,7 +124,8 @@ BOOST_AUTO_TEST_CASE(seed_step_is_a_pure_function_of_step_and_micro_batch) {
 BOOST_AUTO_TEST_CASE(save_state_and_load_state_restore_weights_and_optimizer) {
   Scratch scratch("state");
   Setup s;
-  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, s.net->named_parameters().pairs());
+  const auto optimizer = optim::make_optimizer(optim::OptimizerOptions{}, s.net->named_parameters().pairs(),
+                                               models::no_weight_decay_parameters(*s.net));
   s.acc->register_optimizer(*optimizer);
   s.acc->backward(s.loss(9));
   optimizer->step(1e-2);

@@ -20,6 +20,7 @@
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/registry.hpp"
+#include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/optim/adamw.hpp"
 #include "hpctrain/train/evaluation.hpp"
@@ -151,7 +152,7 @@ BOOST_AUTO_TEST_CASE(bf16_autocast_runs_the_products_in_bf16_and_keeps_fp32_mast
   torch::manual_seed(5);
   auto model = tiny_distilbert();
   acc.prepare_model(*model);
-  optim::AdamW optimizer(model->named_parameters().pairs(), {});
+  optim::AdamW optimizer(model->named_parameters().pairs(), models::no_weight_decay_parameters(*model), {});
   acc.register_optimizer(optimizer);
   model->train();
   models::ModelInputs inputs;

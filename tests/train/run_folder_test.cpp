@@ -103,4 +103,34 @@ BOOST_AUTO_TEST_CASE(resume_adopts_a_folder_from_before_run_ids) {
   BOOST_TEST(!adopted.notes.empty());
 }
 
+// Note [Run outputs]: an input inside what the run writes is refused, however it is spelled.
+BOOST_AUTO_TEST_CASE(inputs_inside_the_run_outputs_are_refused) {
+  Scratch scratch("inputs");
+  const fs::path out = scratch / "out";
+  fs::create_directories(out / "final-merged");
+  fs::create_directories(out / "checkpoint-3");
+  fs::create_directory_symlink(out / "final-merged", scratch / "link");
+  const auto refused = [&](const fs::path& model, const fs::path& resume = {}) {
+    try {
+      check_run_inputs(out, {{"--model", model}}, {"timeline.json"}, resume);
+    } catch (const hpctrain::Error& error) {
+      return std::string(error.what()).find("--model '" + model.string() + "' lies in") != std::string::npos;
+    }
+    return false;
+  };
+  BOOST_TEST(refused(out / "final-merged"));
+  BOOST_TEST(refused(scratch / "link"));                                 // through a symlink
+  BOOST_TEST(refused(out / "checkpoint-3" / ".." / "final-merged"));     // another spelling
+  BOOST_TEST(refused(out / "final"));                                    // not there yet, written by the run
+  BOOST_TEST(refused(out / "timeline.json"));                            // the user's output in OUTPUT
+  BOOST_TEST(refused(out / "checkpoint-3"));                             // may be replaced or rotated
+  BOOST_TEST(!refused(out / "checkpoint-3", out / "checkpoint-3"));      // what --resume reads
+  BOOST_TEST(!refused(out));                                             // a model folder used as OUTPUT itself
+  BOOST_TEST(!refused(scratch / "final-merged"));                        // a name alike, elsewhere
+  BOOST_TEST(is_run_output("final-merged"));
+  BOOST_TEST(is_run_output("checkpoint-12"));
+  BOOST_TEST(!is_run_output("notes.txt"));
+  BOOST_TEST(is_run_output("notes.txt", {"notes.txt"}));
+}
+
 BOOST_AUTO_TEST_SUITE_END()

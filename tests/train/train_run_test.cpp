@@ -7,11 +7,13 @@
 #include <functional>
 #include <map>
 
+#include "../error_capture.hpp"
 #include "fixtures.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/checkpoint.hpp"
+#include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/trainer.hpp"
 
 using namespace hpctrain;
@@ -143,6 +145,56 @@ BOOST_AUTO_TEST_CASE(a_non_finite_loss_stops_or_is_skipped) {
   BOOST_TEST(result.global_step == 6);
   const nlohmann::json state = nlohmann::json::parse(read_text(o.output / "trainer_state.json"));
   BOOST_TEST(state["hpctrain"]["skipped_steps"].get<int64_t>() > 0);
+}
+
+// Note [Run outputs]: everything a run writes at the top of OUTPUT is in the one list (a LoRA run with --merge-lora,
+// TensorBoard, checkpoints and a --timeline inside OUTPUT leaves nothing else); --overwrite-output-dir moves all of
+// it aside, final-merged/ included (it was overwritten in place); an input inside those outputs is refused
+// (`--model X/final-merged --output X` overwrote its own input).
+BOOST_AUTO_TEST_CASE(nothing_of_an_old_run_is_destroyed) {
+  Scratch scratch("outputs");
+  TrainOptions base = trainer_test::tiny_options(scratch);
+  base.max_steps = 2;
+  base.output = scratch / "base";
+  (void)run_once(base);
+  TrainOptions o = trainer_test::tiny_options(scratch);
+  o.model_config.clear();
+  o.model_dir = base.output / "final";
+  o.lora_r = 2, o.merge_lora = true, o.max_steps = 2, o.save_steps = 1, o.report_to = "tensorboard";
+  o.timeline = o.output / "timeline.json";
+  fs::create_directories(o.output);
+  std::ofstream(o.model_dir / "generation_config.json") << "{\"eos_token_id\": 3}\n";  // the base's: kept
+  (void)run_once(o);
+  for (const char* folder : {"final", "final-merged"})
+    BOOST_TEST(fs::is_regular_file(o.output / folder / "generation_config.json"), folder);
+  for (const auto& entry : fs::directory_iterator(o.output))
+    BOOST_TEST(is_run_output(entry.path().filename().string(), extra_run_outputs(o)), entry.path().filename().string());
+  const auto merged_before = models::read_weights(o.output / "final-merged");
+
+  TrainOptions again = o;
+  again.overwrite_output_dir = true, again.lr = 5e-2;
+  (void)run_once(again);
+  std::map<std::string, fs::path> aside;
+  for (const auto& entry : fs::directory_iterator(o.output)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".run-") != std::string::npos) aside[name.substr(0, name.find(".run-"))] = entry.path();
+  }
+  for (const char* name : {"final", "final-merged", "metrics", "runs", "run", "trainer_state", "timeline"})
+    BOOST_TEST(aside.count(name) == 1u, name << " was not moved aside");
+  BOOST_TEST_REQUIRE(aside.count("final-merged") == 1u);
+  const auto merged_kept = models::read_weights(aside.at("final-merged"));
+  BOOST_TEST_REQUIRE(merged_kept.size() == merged_before.size());
+  for (const auto& [name, tensor] : merged_before) BOOST_TEST(at::equal(tensor, merged_kept.at(name)), name);
+
+  TrainOptions own_input = o;
+  own_input.model_dir = o.output / "final-merged";
+  own_input.lora_r = 0, own_input.merge_lora = false, own_input.overwrite_output_dir = true;
+  const std::string message = hpctrain::testing::error_message([&] { (void)run_once(own_input); });
+  BOOST_TEST(message.find("--model '" + (o.output / "final-merged").string() + "' lies in") != std::string::npos, message);
+  TrainOptions in_checkpoint = own_input;
+  in_checkpoint.model_dir = o.output / "checkpoint-2";
+  const std::string checkpoint_message = hpctrain::testing::error_message([&] { (void)run_once(in_checkpoint); });
+  BOOST_TEST(checkpoint_message.find("lies in the checkpoint") != std::string::npos, checkpoint_message);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -42,6 +42,7 @@ inline constexpr const char* kAttrNumExamples = "num_examples";
 inline constexpr const char* kInputIds = "input_ids";            // int32 [T]
 inline constexpr const char* kOffsets = "offsets";               // int64 [N+1]
 inline constexpr const char* kTokenTypeIds = "token_type_ids";   // uint8 [T], sentence pairs only
+inline constexpr const char* kDocumentStart = "document_start";  // uint8 [T], causal-lm rows packed by documents
 inline constexpr const char* kLabels = "labels";                 // int64 [N]; not in causal-lm files
 inline constexpr const char* kSourceIndex = "source_index";      // int64 [N]
 inline constexpr const char* kPixels = "pixels";                 // uint8 [N, C, H, W]

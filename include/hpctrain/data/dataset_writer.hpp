@@ -47,13 +47,14 @@ class DatasetWriter {
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
 
-  // Whole splits in one call.
-  void write_text_split(const std::string& split, const TextExamples& examples, bool has_pairs);
+  // Whole splits in one call. has_document_starts: the examples carry document_start (packed causal-lm rows).
+  void write_text_split(const std::string& split, const TextExamples& examples, bool has_pairs,
+                        bool has_document_starts = false);
   void write_image_split(const std::string& split, const ImageExamples& examples);  // computes mean/std
 
   // The same in pieces: begin, any number of appends (each piece's offsets start at 0), end.
   // One split is open at a time; each split is written once.
-  void begin_text_split(const std::string& split, bool has_pairs);
+  void begin_text_split(const std::string& split, bool has_pairs, bool has_document_starts = false);
   void append_text(const TextExamples& piece);
   void begin_image_split(const std::string& split, int64_t channels, int64_t height, int64_t width);
   void append_images(const ImageExamples& piece);

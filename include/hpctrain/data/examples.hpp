@@ -15,6 +15,9 @@ struct TextExamples {
   std::vector<int32_t> input_ids;        // all examples' token ids, concatenated
   std::vector<int64_t> offsets{0};       // example i = input_ids[offsets[i] : offsets[i+1]]; offsets[0] == 0
   std::vector<uint8_t> token_type_ids;   // empty, or one segment id per token (sentence pairs)
+  // Empty, or one flag per token: 1 at the first token of each document of a row packed from several documents
+  // (`prep lm --packing bfd`; Note [Document boundaries] in src/data/examples.cpp), so token 0 of a row is 1.
+  std::vector<uint8_t> document_start;
   std::vector<int64_t> labels;           // one per example (kNoLabel in a causal-lm file)
   std::vector<int64_t> source_index;     // row of the example in its input file (0-based, data rows only)
 
@@ -22,16 +25,24 @@ struct TextExamples {
   [[nodiscard]] int64_t num_tokens() const { return offsets.back(); }
   [[nodiscard]] int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
   [[nodiscard]] bool has_token_type_ids() const { return !token_type_ids.empty(); }
+  [[nodiscard]] bool has_document_starts() const { return !document_start.empty(); }
 
-  // Appends one example. `type_ids` is empty for single sentences, else ids.size() segment ids.
+  // Appends one example. `type_ids` is empty for single sentences, else ids.size() segment ids; `starts` is
+  // empty, or ids.size() document-start flags (present in every example or in none).
   void append(const std::vector<int32_t>& ids, const std::vector<uint8_t>& type_ids, int64_t label,
-              int64_t source_row);
+              int64_t source_row, const std::vector<uint8_t>& starts = {});
   // Appends example `i` of `other`.
   void append_from(const TextExamples& other, int64_t i);
-  // Appends every example of `other` (bulk copies; token_type_ids must be present in both or neither).
+  // Appends every example of `documents` as one example, a row packed from documents (Note [Document boundaries]):
+  // their tokens concatenated, document_start 1 at each one's first token (and where `documents` has it), the label
+  // and source_index of the first. Needs at least one example; token_type_ids as append_all.
+  void append_packed(const TextExamples& documents);
+  // Appends every example of `other` (bulk copies; token_type_ids and document_start must be present in both or
+  // neither).
   void append_all(const TextExamples& other);
   // Throws Error (naming `what`) when the arrays disagree: offsets not starting at 0, not monotone,
-  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids length.
+  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids or
+  // document_start length, a document_start flag other than 0/1 or a row whose first token does not start a document.
   void check_consistent(const char* what) const;
 };
 

@@ -147,14 +147,15 @@ struct Gpt2Config {
 
 // Rotary position embeddings of Llama and Qwen2. transformers 4.x writes "rope_theta" and "rope_scaling"
 // ({"rope_type" or legacy "type", "factor", ...} or null); 5.x writes "rope_parameters" ({"rope_type",
-// "rope_theta", ...}). Both are read; a save writes the spelling the file had.
+// "rope_theta", ...}). Both are read as transformers 5.24 reads them, a non-empty rope_scaling winning over
+// rope_parameters (Note [Rope settings] in src/io/causal_lm_config.cpp); a save writes the spelling read.
 struct RopeConfig {
   double theta = 10000.0;
   std::string type = "default";  // "default", "linear" or "llama3" (others are refused)
   double factor = 1.0;           // linear, llama3
   double low_freq_factor = 1.0;  // llama3
   double high_freq_factor = 4.0;
-  std::int64_t original_max_position_embeddings = 8192;  // llama3
+  std::int64_t original_max_position_embeddings = 8192;  // llama3 (read: default max_position_embeddings)
   bool parameters_key = false;                           // read from "rope_parameters" (transformers 5.x)
 };
 

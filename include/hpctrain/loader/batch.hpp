@@ -13,12 +13,15 @@
 
 namespace hpctrain::loader {
 
-// One micro-batch on this rank. Text batches define input_ids/attention_mask/token_type_ids, image
-// batches pixel_values; both define labels, example_index and is_padding.
+// One micro-batch on this rank. Text batches define input_ids/attention_mask/token_type_ids (and position_ids for
+// rows with document boundaries), image batches pixel_values; both define labels, example_index and is_padding.
 struct Batch {
   torch::Tensor input_ids;       // int64 [B, L], pad id past each example's end
   torch::Tensor attention_mask;  // int64 [B, L], 1 on tokens, 0 on padding
   torch::Tensor token_type_ids;  // int64 [B, L], segment ids (zeros for single sentences)
+  // int64 [B, L] for rows packed by documents (Note [Document boundaries] in src/data/examples.cpp), else
+  // undefined: each token's position in its document, 0 at every document's first token (padding counts on).
+  torch::Tensor position_ids;
   torch::Tensor pixel_values;    // float32 [B, C, H, W], (x/255 - mean[c]) / std[c]
   torch::Tensor labels;          // int64 [B]
   torch::Tensor example_index;   // int64 [B], index of each example in the split

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,8 +66,12 @@ class ShardLoader {
   void start_epoch(int64_t epoch, int64_t first_batch = 0);
   // The next batch of the epoch; nullopt at its end. Rethrows an error of the background thread.
   [[nodiscard]] std::optional<Batch> next();
+  // Called by next() with the batches of the epoch handed out so far (first_batch included) after each batch it
+  // returns, on the caller's thread: the progress of an evaluation (train::SplitProgress). Empty: none.
+  void set_batch_observer(std::function<void(int64_t batches_done)> observer);
 
  private:
+  [[nodiscard]] std::optional<Batch> next_batch();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

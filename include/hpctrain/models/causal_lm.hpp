@@ -42,7 +42,8 @@ struct TokenLossSum {
 
 // A causal LM: forward(inputs) uses input_ids [B, L] and attention_mask [B, L] (1 = token, 0 = padding, left
 // or right; absent = no padding). Positions are 0..L-1 whatever the mask, as transformers' forward without
-// position_ids. labels [B, L] -> loss = causal_lm_loss_sum's sum / count.
+// position_ids; or position_ids [B, L], where each 0 starts a document that attends to nothing before it (rows
+// packed from documents, Note [Packed attention]). labels [B, L] -> loss = causal_lm_loss_sum's sum / count.
 class CausalLM : public Model {
  public:
   using Model::Model;

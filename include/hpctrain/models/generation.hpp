@@ -5,6 +5,7 @@
 // search, repetition penalties.
 #pragma once
 
+#include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/core/random.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 
@@ -12,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 namespace hpctrain::models {
@@ -34,10 +36,28 @@ struct GenerationOptions {
 // Error naming the field, what it must be and its value, for any out-of-range option.
 void check_generation_options(const GenerationOptions& options);
 
+// What bounds a generation: the positions the model has (GPT-2's n_positions, Llama's and Qwen2's
+// max_position_embeddings; `field` names the config key) and the bytes its KV cache holds per token (float32).
+struct GenerationLimits {
+  int64_t max_positions = 0;
+  const char* field = "";
+  int64_t kv_bytes_per_token = 0;
+};
+[[nodiscard]] GenerationLimits generation_limits(const io::HfConfig& config);
+// Error ("max_new_tokens: ...", naming the limit) when the prompt and max_new_tokens exceed the model's positions,
+// or when their KV cache exceeds `memory` (core::available_host_memory(); unchecked when nullopt). Checked before
+// any arithmetic can overflow: max_new_tokens may be any value >= 1.
+void check_generation_fits(const io::HfConfig& config, int64_t prompt_length, int64_t max_new_tokens,
+                           std::optional<core::HostMemory> memory);
+
 // The new ids after `prompt_ids` (at least one id, each in [0, vocab_size)): at most max_new_tokens of them,
 // ending with an EOS id when generation stopped at one. Runs under no-grad in the model's mode (eval() it).
 [[nodiscard]] std::vector<int64_t> generate(CausalLM& model, const std::vector<int64_t>& prompt_ids,
                                             const GenerationOptions& options);
+// transformers' num_return_sequences: `sequences` continuations of the prompt, one after the other, drawn from one
+// SplitMix64(options.seed) stream (the first equals generate()'s). More than one needs sampling (temperature > 0).
+[[nodiscard]] std::vector<std::vector<int64_t>> generate(CausalLM& model, const std::vector<int64_t>& prompt_ids,
+                                                         const GenerationOptions& options, int64_t sequences);
 
 // The id that follows `logits` [vocab] of the last position: greedy, or drawn from `rng` after the warpers.
 [[nodiscard]] int64_t next_token(const at::Tensor& logits, const GenerationOptions& options, SplitMix64& rng);

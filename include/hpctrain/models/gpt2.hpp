@@ -107,8 +107,9 @@ class GPT2LMHeadModel : public CausalLM {
   torch::nn::Linear lm_head{nullptr};  // null when tied (Note [Tied head])
 
  private:
-  // Token + position embeddings of input_ids at positions first_position ... (+ dropout when training).
-  at::Tensor embed(const at::Tensor& input_ids, int64_t first_position);
+  // Token + position embeddings of input_ids at positions first_position ..., or at position_ids [B, L] when
+  // defined (+ dropout when training).
+  at::Tensor embed(const at::Tensor& input_ids, int64_t first_position, const at::Tensor& position_ids = at::Tensor());
   at::Tensor logits_of(const at::Tensor& hidden);  // ln_f, then the head
 
   io::Gpt2Config settings_;  // a copy of config().gpt2()

@@ -29,6 +29,9 @@ class RotaryEmbedding {
   // x [B, L, heads, head_dim] at positions first_position ... + L - 1 -> rotated x (transformers'
   // apply_rotary_pos_emb; first_position > 0 for tokens after a KV cache's, Note [KV cache]).
   [[nodiscard]] at::Tensor rotate(const at::Tensor& x, int64_t first_position = 0) const;
+  // The same at per-token positions int64 [B, L] (rows packed from documents restart at 0 in each, Note [Document
+  // boundaries] in src/data/examples.cpp), as transformers given position_ids; undefined: 0 ... L - 1.
+  [[nodiscard]] at::Tensor rotate(const at::Tensor& x, const at::Tensor& positions) const;
   [[nodiscard]] const at::Tensor& inverse_frequencies() const { return inv_freq_; }  // float32 [head_dim / 2]
 
  private:

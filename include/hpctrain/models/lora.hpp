@@ -54,13 +54,26 @@ struct LoraConfig {
   // PEFT's fan_in_fan_out: true when every target is a GPT-2 Conv1D (weight [in, out]), as peft writes it (set by
   // apply_lora; informational: each layer knows its own layout).
   bool fan_in_fan_out = false;
+  // Where the values came from (Note [Adapter config checks]): "" for the command line's --lora-* options, else the
+  // adapter_config.json path that from_peft_json read.
+  std::string origin;
   [[nodiscard]] double scaling() const;
+  // How errors name a field of adapter_config.json ("r", "lora_alpha", "lora_dropout", "target_modules"): the
+  // option ("--lora-r") for the command line's values, "FILE: field 'r'" for a file's.
+  [[nodiscard]] std::string field(const char* name) const;
   // adapter_config.json as peft writes it (every field its LoraConfig needs to load it).
   [[nodiscard]] nlohmann::json to_peft_json() const;
-  // From adapter_config.json (`source` names it in errors): refuses what hpctrain does not implement (another
-  // peft_type, DoRA, a bias other than "none", rank or alpha patterns, a regex target list).
+  // From adapter_config.json (`source` names it in errors, with the field: Note [Adapter config checks]): refuses a
+  // field of the wrong type or range, and what hpctrain does not implement (another peft_type, DoRA, a bias other
+  // than "none", rank or alpha patterns, a regex target list).
   [[nodiscard]] static LoraConfig from_peft_json(const nlohmann::json& json, const std::string& source);
 };
+
+// The largest rank hpctrain accepts (peft has no bound; a rank beyond the layers' widths only adds zeros).
+inline constexpr int64_t kMostLoraRank = 1 << 16;
+// Error naming each field (LoraConfig::field) for an r outside [1, kMostLoraRank], a lora_alpha that is not a
+// finite number > 0, or a lora_dropout outside [0, 1).
+void check_lora_config(const LoraConfig& config);
 
 // The adapter a LoRA-capable layer carries (LoraTarget): null modules when none is attached.
 struct LoraBranch {

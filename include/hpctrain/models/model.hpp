@@ -23,6 +23,9 @@ struct ModelInputs {
   at::Tensor input_ids;       // int64 [B, L] (text models)
   at::Tensor attention_mask;  // [B, L], 1 = token, 0 = padding (any dtype); absent = all tokens
   at::Tensor token_type_ids;  // int64 [B, L] (BERT); absent = zeros
+  // int64 [B, L], causal LMs: each token's position; 0 starts a document of a row packed from several (Note
+  // [Document boundaries] in src/data/examples.cpp), which attends to nothing before it. Absent = 0 ... L - 1.
+  at::Tensor position_ids;
   at::Tensor pixel_values;    // floating [B, C, H, W] (vision models)
   // Absent = no loss. int64 [B] for single-label classification, floating [B, num_labels] for
   // multi-label, floating [B] or [B, num_labels] for regression (see classification_loss); int64 [B, L] token
@@ -48,20 +51,28 @@ struct ModelOutput {
 // of packed rows) is a new field here: the models read it where they need it, and gradient checkpointing saves
 // and restores every field through tensors()/from_tensors(), so no runner or wrapper changes with it.
 struct LayerContext {
-  at::Tensor key_mask;  // [B, L], 1 = attend, 0 = padding, any dtype; undefined = no padding
+  at::Tensor key_mask;   // [B, L], 1 = attend, 0 = padding, any dtype; undefined = no padding
+  at::Tensor positions;  // int64 [B, L]: ModelInputs::position_ids (RoPE reads them); undefined = 0 ... L - 1
+  // int64 [B, L]: the document of each token of a row packed from several, numbered from 1 (a new one where
+  // positions is 0; Note [Packed attention] in src/models/attention.cpp); undefined = one sequence per row.
+  at::Tensor documents;
 
-  // The context of a batch: its attention_mask as the key mask.
+  // The context of a batch: its attention_mask as the key mask, its position_ids and the documents they mark.
   [[nodiscard]] static LayerContext of(const ModelInputs& inputs) {
     LayerContext context;
     context.key_mask = inputs.attention_mask;
+    context.positions = inputs.position_ids;
+    if (inputs.position_ids.defined()) context.documents = inputs.position_ids.eq(0).cumsum(1);
     return context;
   }
   // Every field, in a fixed order (undefined ones included), and the context back from such a list: what
   // gradient checkpointing keeps for the recomputation (Note [Layer checkpointing]).
-  [[nodiscard]] std::vector<at::Tensor> tensors() const { return {key_mask}; }
+  [[nodiscard]] std::vector<at::Tensor> tensors() const { return {key_mask, positions, documents}; }
   [[nodiscard]] static LayerContext from_tensors(const std::vector<at::Tensor>& tensors) {
     LayerContext context;
     context.key_mask = tensors.at(0);
+    context.positions = tensors.at(1);
+    context.documents = tensors.at(2);
     return context;
   }
 };

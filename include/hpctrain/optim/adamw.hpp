@@ -1,5 +1,5 @@
 // AdamW ("adamw_torch") with PyTorch's update rule (torch.optim.AdamW, decoupled weight decay) and Hugging
-// Face Trainer's defaults (betas 0.9/0.999, eps 1e-8, no weight decay on biases and LayerNorm weights).
+// Face Trainer's defaults (betas 0.9/0.999, eps 1e-8, no weight decay on biases and normalisation weights).
 // One implementation of optim::Optimizer (optimizer.hpp).
 #pragma once
 
@@ -15,7 +15,7 @@ namespace hpctrain::optim {
 struct AdamWOptions {
   double lr = 5e-5;  // overwritten every step by the schedule
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  double weight_decay = 0.0;  // for the (named_parameters, options) constructor's weight_decay_groups
+  double weight_decay = 0.0;  // for the (named_parameters, no_decay, options) constructor's weight_decay_groups
   // One pass over memory per parameter on CPU float32/float64 (Note [Fused AdamW]); false: the tensor
   // operations torch.optim.AdamW runs (same formula, rounding may differ in the last bit). Off the CPU, true
   // updates lists of parameters at once: torch's fused CUDA kernel (LibTorch 2.x) or the multi-tensor operations
@@ -25,8 +25,9 @@ struct AdamWOptions {
 
 class AdamW final : public Optimizer {
  public:
-  // Over weight_decay_groups(named_parameters, options.weight_decay).
-  AdamW(const NamedParameters& named_parameters, AdamWOptions options);
+  // Over weight_decay_groups(named_parameters, options.weight_decay, no_decay) (no_decay: the model's
+  // models::no_weight_decay_parameters).
+  AdamW(const NamedParameters& named_parameters, const std::set<std::string>& no_decay, AdamWOptions options);
   // Over explicit groups (options.weight_decay unused: each group's applies).
   AdamW(std::vector<ParameterGroup> groups, AdamWOptions options);
 

@@ -4,7 +4,8 @@
 // OptimizerOptions (optimizer_options.hpp) by Hugging Face Trainer's --optim name.
 //
 // Parameter groups are the interface's, not an implementation's: weight_decay_groups() puts biases and
-// LayerNorm weights in a group without weight decay (as Hugging Face's Trainer), and every update rule
+// normalisation weights in a group without weight decay (as Hugging Face's Trainer, Note [Weight decay groups] in
+// models/weight_decay.hpp), and every update rule
 // reads each parameter's weight decay from its group. State is named by parameter name, so a checkpoint
 // (optimizer.safetensors) fits any number of ranks.
 #pragma once
@@ -28,17 +29,17 @@ namespace hpctrain::optim {
 using NamedParameters = std::vector<std::pair<std::string, at::Tensor>>;
 using OptimizerState = std::map<std::string, at::Tensor>;  // state tensor name -> tensor
 
-// True for the parameters Hugging Face's Trainer excludes from weight decay: biases and LayerNorm weights.
-[[nodiscard]] bool excluded_from_weight_decay(const std::string& name);
-
 struct ParameterGroup {
   std::string name;           // "decay", "no_decay", or a custom loop's own
   double weight_decay = 0.0;  // of every parameter in the group
   NamedParameters parameters;
 };
-// Hugging Face Trainer's two groups: "decay" (weight_decay) and "no_decay" (biases, LayerNorm weights: 0),
-// each in the order of `named`; an empty group is left out.
-[[nodiscard]] std::vector<ParameterGroup> weight_decay_groups(const NamedParameters& named, double weight_decay);
+// Hugging Face Trainer's two groups: "decay" (weight_decay) and "no_decay" (the parameters `no_decay` names: 0),
+// each in the order of `named`; an empty group is left out. The one grouping of every optimizer path
+// (make_optimizer, AdamW's named constructor, the Accelerator's ZeRO optimizer); `no_decay` comes from the model:
+// models::no_weight_decay_parameters(model) (Note [Weight decay groups]).
+[[nodiscard]] std::vector<ParameterGroup> weight_decay_groups(const NamedParameters& named, double weight_decay,
+                                                              const std::set<std::string>& no_decay);
 
 class Optimizer {
  public:
@@ -126,9 +127,11 @@ void save_optimizer_file(const std::filesystem::path& path, const Optimizer& opt
 [[nodiscard]] OptimizerState read_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer,
                                                  std::string* note = nullptr);
 
-// The optimizer `options.optim` names (an alias resolved), over weight_decay_groups(named, weight_decay).
-// Error naming --optim and listing the names when it is unknown; validate_optimizer_options first.
-[[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named);
+// The optimizer `options.optim` names (an alias resolved), over weight_decay_groups(named, weight_decay, no_decay)
+// (no_decay: models::no_weight_decay_parameters(model)). Error naming --optim and listing the names when it is
+// unknown; validate_optimizer_options first.
+[[nodiscard]] std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& options, const NamedParameters& named,
+                                                        const std::set<std::string>& no_decay);
 // ---- ZeRO (Note [ZeRO slices] in src/dist/zero_slices.cpp) ----
 // Elements a segment of a parameter of `numel` elements must start at a multiple of (counted from the
 // parameter's start) for the optimizer `options.optim` names to update it exactly as it updates the whole

@@ -10,7 +10,7 @@ namespace hpctrain::optim {
 struct OptimizerOptions {
   // Hugging Face Trainer's --optim name or an alias (optimizer_names() lists them); make_optimizer resolves it.
   std::string optim = "adamw_torch";
-  double weight_decay = 0.0;  // every optimizer; never on biases and LayerNorm weights (weight_decay_groups)
+  double weight_decay = 0.0;  // every optimizer; never on biases and normalisation weights (weight_decay_groups)
 
   // ---- adamw_torch (torch.optim.AdamW) ----
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;  // Hugging Face's defaults

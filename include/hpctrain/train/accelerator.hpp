@@ -7,7 +7,7 @@
 // Typical loop (examples/custom_loop.cpp):
 //   Accelerator acc(comm, options);
 //   acc.prepare_model(*model);                       // before building the optimizer (device moves)
-//   auto optimizer = make_optimizer(optimizer_options, model->named_parameters().pairs());  // or AdamW(...)
+//   auto optimizer = acc.make_optimizer(optimizer_options, model->named_parameters().pairs());  // or AdamW(...)
 //   auto loader = acc.prepare(*model, *optimizer, "data.h5", loader_options);
 //   loader->start_epoch(epoch);
 //   while (auto batch = loader->next()) {
@@ -99,10 +99,11 @@ class Accelerator {
                                                              const std::filesystem::path& file,
                                                              loader::LoaderOptions options);
   void register_optimizer(optim::Optimizer& optimizer) { optimizer_ = &optimizer; }
-  // Collective, after prepare_model: the optimizer options.optim names over `named` (weight_decay_groups),
-  // registered, made by the parallelism strategy (parallel/strategy.hpp): with options().zero_stage 1 or 2 on
-  // more than one rank a ZeroOptimizer (zero_optimizer.hpp) that keeps state for this rank's slices only;
-  // make_optimizer(options, named) otherwise.
+  // Collective, after prepare_model: the optimizer options.optim names over `named` (weight_decay_groups, no
+  // decay for the prepared model's norm weights and biases: Note [Weight decay groups]), registered, made by the
+  // parallelism strategy (parallel/strategy.hpp): with options().zero_stage 1 to 3 on more than one rank a
+  // ZeroOptimizer (zero_optimizer.hpp) that keeps state for this rank's slices only; make_optimizer(options, named,
+  // no_decay) otherwise.
   [[nodiscard]] std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
                                                                  const optim::NamedParameters& named);
 

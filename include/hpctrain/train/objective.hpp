@@ -59,6 +59,9 @@ struct EvalContext {
   at::Device device;
   NonFinite nonfinite = NonFinite::fail;
   std::optional<c10::ScalarType> autocast;
+  // predict --logits: a causal LM's lines add "logprobs", each predicted token's log-probability (a classifier's
+  // lines carry their logits always).
+  bool logits = false;
 };
 
 class Objective {

@@ -115,8 +115,12 @@ struct InjectedOverflow {
 // --save-dtype as a ScalarType (Error naming the option).
 [[nodiscard]] c10::ScalarType parse_save_dtype(const std::string& text);
 
-// Throws Error naming the option, the value and what is allowed (pure: no file system access
-// except that the data file and --model folder must exist).
+// The top-level names inside --output that the user chose for this run's outputs: the --timeline file when it
+// is directly in --output (Note [Run outputs]: --overwrite-output-dir moves it aside with the others).
+[[nodiscard]] std::vector<std::string> extra_run_outputs(const TrainOptions& options);
+
+// Throws Error naming the option, the value and what is allowed (no file system access except that the data
+// file and --model folder must exist, and no input may lie inside what the run writes: check_run_inputs).
 void validate_train_options(const TrainOptions& options);
 
 }  // namespace hpctrain::train

@@ -8,14 +8,13 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/train/checkpoint.hpp"
+#include "hpctrain/train/run_folder.hpp"
 #include "sinks.hpp"
 
 namespace hpctrain::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr const char* kMetricsName = "metrics.jsonl";
 
 // Keeps the lines of `path` whose "step" is at most `last_step` (written atomically: tmp, fsync, rename).
 void truncate_after(const fs::path& path, int64_t last_step) {
@@ -51,6 +50,8 @@ class JsonlSink final : public LogSink {
                            {"time", times_json(w.times, static_cast<double>(w.steps))}, {"comm_bytes", w.comm_bytes}};
     if (w.tokens > 0) line["tokens"] = w.tokens, line["tokens_per_second"] = w.tokens_per_second;
     if (w.mfu) line["mfu"] = *w.mfu;
+    if (w.mfu_peak_raised) line["mfu_peak_raised"] = true;  // Note [MFU never above 100 %]
+    if (w.mfu_clamped) line["mfu_clamped"] = true;
     if (r.optimizer_state_bytes) line["optimizer_state_bytes"] = *r.optimizer_state_bytes;
     if (r.model_state_bytes) line["model_state_bytes"] = *r.model_state_bytes;
     if (r.skipped) line["skipped"] = true;

@@ -19,6 +19,8 @@ struct StepWindow {
   double samples_per_second = 0;  // of the newest logged window (kept between logged steps, for the bar)
   double tokens_per_second = 0;   // likewise; 0 without tokens (image models)
   std::optional<double> mfu;      // model FLOPs / (time x peak), Note [Model FLOPs]; likewise; none when unknown
+  bool mfu_peak_raised = false;   // Note [MFU never above 100 %]: this window raised the measured peak
+  bool mfu_clamped = false;       // this window ran above --peak-tflops: mfu shown as 1
 };
 
 class LogSink {

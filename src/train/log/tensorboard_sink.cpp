@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "hpctrain/io/tfevents.hpp"
+#include "hpctrain/train/run_folder.hpp"
 #include "sinks.hpp"
 
 namespace hpctrain::train {
@@ -10,7 +11,7 @@ namespace {
 
 class TensorBoardSink final : public LogSink {
  public:
-  TensorBoardSink(const std::filesystem::path& output, int64_t start_step) : events_(output / "runs") {
+  TensorBoardSink(const std::filesystem::path& output, int64_t start_step) : events_(output / kTensorBoardName) {
     // As metrics.jsonl is truncated after start_step: TensorBoard drops earlier files' values from start_step + 1
     // on (a resumed run recomputes them; a fresh run, start_step 0, replaces them all).
     events_.add_session_start(start_step + 1);

@@ -47,7 +47,11 @@ nlohmann::json TrainingLog::add_step(const StepRecord& r) {
   if (logged && w.times.total > 0) {
     w.samples_per_second = static_cast<double>(w.samples) / w.times.total;
     w.tokens_per_second = static_cast<double>(w.tokens) / w.times.total;
-    if (peak_flops_ > 0 && w.flops > 0) w.mfu = w.flops / w.times.total / peak_flops_;
+    if (mfu_peak_ && w.flops > 0) {
+      const MfuPeak::Reading reading = mfu_peak_->read(w.flops / w.times.total);
+      w.mfu = reading.mfu, w.mfu_peak_raised = reading.peak_raised, w.mfu_clamped = reading.clamped;
+      if (!reading.note.empty()) info(reading.note);
+    }
   }
   for (auto& sink : sinks_) sink->on_step(r, w, logged);
   if (!logged) return nullptr;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hpctrain/train/eval_metrics.hpp"
+#include "hpctrain/train/peak_flops.hpp"
 #include "hpctrain/train/train_options.hpp"
 
 namespace hpctrain::train {
@@ -69,8 +70,9 @@ class TrainingLog {
   nlohmann::json add_step(const StepRecord& record);
   // Logs an evaluation; returns its log_history entry.
   nlohmann::json add_eval(int64_t step, double epoch, const EvalMetrics& metrics);
-  // The global batch's peak FLOP/s (every rank's measured peak, summed): with it, logged steps carry MFU.
-  void set_peak_flops(double flops_per_second) { peak_flops_ = flops_per_second; }
+  // The global batch's peak FLOP/s (every rank's peak, summed; `measured`: measure_peak_flops's, else
+  // --peak-tflops): with it, logged steps carry MFU, never above 1 (Note [MFU never above 100 %]).
+  void set_peak_flops(double flops_per_second, bool measured) { mfu_peak_.emplace(flops_per_second, measured); }
   // A line for the terminal that does not collide with the progress bar.
   void info(const std::string& line);
   void finish();
@@ -79,7 +81,7 @@ class TrainingLog {
   int64_t logging_steps_, total_steps_;
   std::vector<std::unique_ptr<LogSink>> sinks_;  // empty unless active
   std::unique_ptr<StepWindow> window_;           // the steps since the last logged one
-  double peak_flops_ = 0;
+  std::optional<MfuPeak> mfu_peak_;
 };
 
 }  // namespace hpctrain::train

@@ -185,9 +185,10 @@ class FullySharded final : public StrategyBase {
   }
 
   std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
-                                                   const optim::NamedParameters& named) override {
+                                                   const optim::NamedParameters& named,
+                                                   const std::set<std::string>& no_decay) override {
     auto zero = std::make_unique<ZeroOptimizer>(
-        comm(), *shards_, optim::weight_decay_groups(named, options.weight_decay),
+        comm(), *shards_, optim::weight_decay_groups(named, options.weight_decay, no_decay),
         [&](std::vector<optim::ParameterGroup> groups, const std::vector<int64_t>& numels) {
           return optim::make_segment_optimizer(options, std::move(groups), numels);
         });

@@ -34,8 +34,9 @@ class Replicated final : public StrategyBase {
   }
 
   std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
-                                                   const optim::NamedParameters& named) override {
-    return optim::make_optimizer(options, named);
+                                                   const optim::NamedParameters& named,
+                                                   const std::set<std::string>& no_decay) override {
+    return optim::make_optimizer(options, named, no_decay);
   }
 
   bool unscale_gradients(ScaleState& scale) override {

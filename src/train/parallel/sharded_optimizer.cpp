@@ -20,13 +20,14 @@ class ShardedOptimizer final : public StrategyBase {
   }
 
   std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
-                                                   const optim::NamedParameters& named) override {
+                                                   const optim::NamedParameters& named,
+                                                   const std::set<std::string>& no_decay) override {
     std::vector<int64_t> alignments;  // Note [ZeRO slices]
     for (const at::Tensor& param : reducer().parameters()) alignments.push_back(optim::segment_alignment(options, param.numel()));
     reducer().enable_zero(stage(), alignments);
     shards_ = reducer_shards(comm(), reducer());
     auto zero = std::make_unique<ZeroOptimizer>(
-        comm(), *shards_, optim::weight_decay_groups(named, options.weight_decay),
+        comm(), *shards_, optim::weight_decay_groups(named, options.weight_decay, no_decay),
         [&](std::vector<optim::ParameterGroup> groups, const std::vector<int64_t>& numels) {
           return optim::make_segment_optimizer(options, std::move(groups), numels);
         });

@@ -2,7 +2,7 @@
 """Writes bnb_8bit.safetensors: goldens from the real bitsandbytes for tests/optim/bnb_golden_test.cpp.
 
 Run with an interpreter that has torch, bitsandbytes and safetensors (bitsandbytes' CPU backend suffices):
-    /work/venv-torch2/bin/python tests/optim/golden/make_bnb_golden.py
+    .venv-torch2/bin/python tests/optim/golden/make_bnb_golden.py
 Contents (all CPU, float32 unless noted):
   map.signed, map.unsigned          functional.create_dynamic_map(signed=True / False), 256 values each
   quant.input                       1,024 values in 4 blocks of 256 (a zero block, a negative block, tiny values)

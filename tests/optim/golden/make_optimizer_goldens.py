@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes optimizer_goldens.safetensors: torch.optim.SGD and transformers' Adafactor on fixed parameters and
 gradients, for tests/optim/optimizer_goldens_test.cpp. Run with a Python that has torch, transformers and
-safetensors (here: /work/venv-torch2/bin/python tests/optim/golden/make_optimizer_goldens.py).
+safetensors (e.g. .venv-torch2/bin/python tests/optim/golden/make_optimizer_goldens.py).
 
 Each case trains three float32 parameters (a 2-D "layer.weight", a vector "layer.bias", a 3-D
 "conv.weight") for four steps in Hugging Face Trainer's two groups (weight decay on the weights, none on

@@ -18,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,9 +85,11 @@ class Strategy {
   virtual void prepare_model(torch::nn::Module& model) = 0;
   [[nodiscard]] virtual ddp::GradientReducer& reducer() = 0;
 
-  // Collective, after prepare_model: the optimizer options.optim names over `named` (weight_decay_groups).
+  // Collective, after prepare_model: the optimizer options.optim names over `named`, grouped by
+  // weight_decay_groups(named, options.weight_decay, no_decay) (Note [Weight decay groups]).
   [[nodiscard]] virtual std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
-                                                                         const optim::NamedParameters& named) = 0;
+                                                                         const optim::NamedParameters& named,
+                                                                         const std::set<std::string>& no_decay) = 0;
 
   // Custom loops (Accelerator::unscale_gradients, clip_grad_norm): divide the averaged gradients by the scale
   // once per step and say whether any is inf/NaN; clip them to max_norm (<= 0: measure) and return the norm
