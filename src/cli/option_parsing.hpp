@@ -38,6 +38,9 @@ po::options_description loss_group(int64_t& chunk_tokens);
 // Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
 // same keys (key = value lines). Returns false when help was printed (the caller returns 0).
 
+// on|true|1 -> true, off|false|0 -> false; Error naming --flag otherwise (defined in train_command.cpp).
+[[nodiscard]] bool parse_on_off(const std::string& text, const char* flag);
+
 bool parse_options(const std::vector<std::string>& args, const std::string& usage, po::options_description& options,
                    po::variables_map& values, const po::positional_options_description* positional = nullptr);
 

@@ -132,8 +132,13 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   const bool decoder =
       config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
   e.activations = decoder ? detail::decoder_activations(config, options) : encoder_activations(config, options);
-  if (const auto zero = detail::zero_terms(trainable, options, e.activations.total))  // Note [ZeRO memory arithmetic]
+  if (options.zero_stage == 3 && options.world_size > 1) {  // Note [ZeRO memory arithmetic]
+    const detail::ZeroTerms zero = detail::zero3_terms(config, options, e.activations.total);
+    e.parameters = zero.parameters, e.gradients = zero.gradients, e.reducer_buckets = zero.reducer_buckets;
+    e.optimizer_state = zero.optimizer_state;
+  } else if (const auto zero = detail::zero_terms(trainable, options, e.activations.total)) {
     e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
+  }
   e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total + e.dequantized_weight;
   return e;
 }
@@ -181,14 +186,16 @@ std::string format_table(const MemoryEstimate& e) {
   out += fmt::format("  {:<28} {:>16} {:>16}\n", "per rank", "bytes", "");
   if (e.zero_stage > 0)
     out += fmt::format("  ZeRO stage {} over {} rank(s): {}\n", e.zero_stage, e.world_size,
-                       e.world_size == 1 ? "nothing to shard (stage 0's figures)"
-                       : e.zero_stage == 1 ? "optimizer state sharded" : "optimizer state and gradients sharded");
+                       e.world_size == 1       ? "nothing to shard (stage 0's figures)"
+                       : e.zero_stage == 1     ? "optimizer state sharded"
+                       : e.zero_stage == 2     ? "optimizer state and gradients sharded"
+                                               : "optimizer state, gradients and parameters sharded");
   const bool sharded = e.zero_stage > 0 && e.world_size > 1;
   if (!e.quantize_base.empty())
     out += fmt::format("  --quantize-base {}: {} frozen weights in 4-bit form, counted in parameters at their bytes\n",
                        e.quantize_base, e.quantized_parameter_count);
-  row("parameters", e.parameters);
-  row(sharded && e.zero_stage == 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
+  row(sharded && e.zero_stage == 3 ? "parameters (shards, gathered)" : "parameters", e.parameters);
+  row(sharded && e.zero_stage >= 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
   row(!sharded ? "reducer buckets (extra)" : e.zero_stage == 1 ? "reduced slices (extra)" : "buckets in flight (extra)",
       e.reducer_buckets);
   row(sharded ? "optimizer state (share)" : "optimizer state", e.optimizer_state);

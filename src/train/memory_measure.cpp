@@ -54,6 +54,7 @@ AcceleratorOptions measured_accelerator_options(const MemoryEstimateOptions& opt
   a.mixed_precision = options.precision == "bf16" ? MixedPrecision::bf16 : MixedPrecision::no;
   a.gradient_checkpointing = options.gradient_checkpointing;
   a.zero_stage = options.zero_stage;
+  a.zero_reshard_after_forward = options.zero_reshard_after_forward;
   a.bucket_mb = bytes_to_mib(options.bucket_bytes);
   a.first_bucket_mb = bytes_to_mib(options.first_bucket_bytes);
   return a;
@@ -87,6 +88,7 @@ int64_t run_measured_step(Accelerator& accelerator, const io::HfConfig& config, 
   for (const auto& item : model->named_parameters())
     if (item.value().requires_grad()) trainable.emplace_back(item.key(), item.value());
   const auto optimizer = accelerator.make_optimizer(options.optimizer, trainable);
+  HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
   model->train();
   at::Tensor loss;
   {

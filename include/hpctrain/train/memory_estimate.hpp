@@ -32,8 +32,9 @@ struct MemoryEstimateOptions {
   bool gradients_are_bucket_views = true;  // CPU: the reducer's buckets hold the gradients (no extra copy)
   optim::OptimizerOptions optimizer;
   // ZeRO (Note [ZeRO memory arithmetic] in src/train/zero_memory_estimate.cpp): 0 = every rank holds everything;
-  // 1 = optimizer state sharded over world_size ranks; 2 = the reduced gradients too.
+  // 1 = optimizer state sharded over world_size ranks; 2 = the reduced gradients too; 3 = the parameters too.
   int zero_stage = 0;
+  bool zero_reshard_after_forward = true;  // stage 3: units released after forward (train's --zero-reshard-after-forward)
   int world_size = 1;
   int64_t first_bucket_bytes = dist::kDefaultFirstBucketBytes;  // the gradient buckets' caps (--first-bucket-mb,
   int64_t bucket_bytes = dist::kDefaultBucketBytes;             // --bucket-mb), bytes

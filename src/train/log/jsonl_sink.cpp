@@ -54,6 +54,7 @@ class JsonlSink final : public LogSink {
     if (w.mfu_clamped) line["mfu_clamped"] = true;
     if (r.optimizer_state_bytes) line["optimizer_state_bytes"] = *r.optimizer_state_bytes;
     if (r.model_bytes) line["model_bytes"] = *r.model_bytes;
+    if (r.model_state_bytes) line["model_state_bytes"] = *r.model_state_bytes;
     if (r.skipped) line["skipped"] = true;
     if (r.loss_scale) line["loss_scale"] = *r.loss_scale;
     write(line);

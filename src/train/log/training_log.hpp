@@ -45,6 +45,8 @@ struct StepRecord {
   // Bytes of this rank's model parameters and buffers (a 4-bit base at its packed size, models::model_bytes); set
   // on logged steps.
   std::optional<int64_t> model_bytes{};
+  // The largest parameters + gradients + optimizer state one rank holds, bytes; set on logged steps.
+  std::optional<int64_t> model_state_bytes{};
 };
 
 // An evaluation's Hugging Face log_history entry, as metrics.jsonl writes it too: {"epoch", "eval_loss",
