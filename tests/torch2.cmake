@@ -12,7 +12,8 @@ set(HPCTRAIN_TORCH2_TESTS
   "^mpi\\.ddp\\."
   "^mpi\\.examples\\."
   "^mpi\\.train\\.(causal_lm|causal_lm_features|env|equivalence|final_model|grad_reduce_dtype|gradient_checkpointing)$"
-  "^mpi\\.train\\.(lora|lora_peft|loss_scaling|packing|qlora|qlora_peft|sft|tensorboard|unused_parameters|zero)$"
+  "^mpi\\.train\\.(chunked_loss_gradients|lora|lora_peft|loss_scaling|packing|qlora|qlora_peft|sft|tensorboard)$"
+  "^mpi\\.train\\.(unused_parameters|zero|zero3|zero3_resume)$"
   "^cli\\.test_(generate|model_commands)$")
 
 get_property(hpctrain_all_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
