@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Issue 23's ZeRO benchmark: `hpctrain train --zero-stage 0|1|2` at 1 and 2 ranks on the DistilBERT benchmark model
+# Issue 23's ZeRO benchmark: `hpctrain train --zero-stage 0|1|2` (STAGES="0 3": issue 31's stage 3) at 1 and 2
+# ranks on the DistilBERT benchmark model
 # (bench/predict/distilbert-bench.json, batch 16 x 128 tokens per rank, random words of bert-base-uncased through
 # `prep text`, 2 labels) and the GPT-2-style causal LM of bench/lm (gpt2.json, batch 8 x 128 random token ids per
 # rank, bench/lm/make_data.py), 1 thread per rank, AdamW (OPTIM), clipping at 1. Per run: every rank's peak RSS (GNU

@@ -4,6 +4,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include "hpctrain/ddp/sharded_parameters.hpp"
 #include "tiny_model.hpp"
