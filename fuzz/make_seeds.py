@@ -98,8 +98,23 @@ def tokenizer_seeds():
         put(t, f"golden-{i}", bytes([i % 4, 0xff, 0]) + text[:2000])
 
 
+def chat_template_seeds():
+    t = "fuzz_chat_template"
+    templates = ROOT / "tests/chat/templates"
+    for i, name in enumerate(["llama3.jinja", "qwen2_5_training.jinja", "gemma.jinja", "phi3_training.jinja",
+                              "cohere.jinja", "llama3_2.jinja", "qwen3.jinja", "deepseekv3_training.jinja"]):
+        put(t, name.replace(".jinja", ""), bytes([i * 5 % 16]) + (templates / name).read_bytes())
+    snippets = json.loads((ROOT / "tests/chat/snippets.json").read_text(encoding="utf-8"))["cases"]
+    for i, snippet in enumerate(snippets[::4]):
+        put(t, f"snippet-{snippet['name']}", bytes([i % 16]) + snippet["template"].encode())
+    put(t, "recursion", b"\x00{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}")
+    put(t, "doubling", b"\x00{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}")
+    put(t, "invalid-utf8", b"\x01{{ 'a\xff' }}\xc3(")
+
+
 if __name__ == "__main__":
     safetensors_seeds()
     config_seeds()
     text_seeds()
     tokenizer_seeds()
+    chat_template_seeds()

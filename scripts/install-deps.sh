@@ -15,8 +15,9 @@ build_packages=(build-essential cmake ninja-build pkg-config git
   libutf8proc-dev libpcre2-dev zlib1g-dev
   # OpenBLAS with OpenMP: ~18x faster fp32 GEMM than Debian's default reference BLAS.
   libopenblas0-openmp)
-# Data: the default text dataset (fortunes) and the documented image example (Fashion-MNIST).
-data_packages=(fortunes dataset-fashion-mnist python3)
+# Data: the default text dataset (fortunes), the documented image example (Fashion-MNIST) and the SFT example's
+# dictionary (GCIDE, scripts/sft-example.sh).
+data_packages=(fortunes dataset-fashion-mnist dict-gcide python3)
 # Tests read files back with h5py to prove Python users can open them.
 test_packages=(python3-h5py)
 # The slurm tests' one-node cluster (scripts/slurm-local.sh; not the slurm-wlm metapackage, which pulls 34

@@ -13,6 +13,7 @@ torch_version=2.15.0
 tensorboard_version=2.21.0  # mpi.train.tensorboard reads its event files with TensorBoard itself
 transformers_version=5.24.0  # mpi.train.causal_lm loads final/ with transformers and compares its loss
 peft_version=0.21.2  # mpi.train.lora_peft loads hpctrain's adapters with peft and trains one for hpctrain to load
+bitsandbytes_version=0.50.2  # mpi.train.qlora_peft: the 4-bit base hpctrain's QLoRA is bit-exact with (CPU backend)
 h5py_version=3.15.1
 venv=${HPCTRAIN_TORCH2_VENV:-.venv-torch2}
 python=${HPCTRAIN_PYTHON:-python3}
@@ -34,6 +35,9 @@ have=$("$venv/bin/python" -c 'import transformers, h5py; print(transformers.__ve
 have=$("$venv/bin/python" -c 'import peft; print(peft.__version__)' 2>/dev/null || true)
 [[ "$have" == "$peft_version" ]] \
   || "$venv/bin/python" -m pip install -q --disable-pip-version-check "peft==$peft_version"
+have=$("$venv/bin/python" -c 'import bitsandbytes; print(bitsandbytes.__version__)' 2>/dev/null || true)
+[[ "$have" == "$bitsandbytes_version" ]] \
+  || "$venv/bin/python" -m pip install -q --disable-pip-version-check "bitsandbytes==$bitsandbytes_version"
 torch_dir=$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))' 2>/dev/null)
 
 cuda_home=${CUDA_HOME:-}

@@ -11,6 +11,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/io/hf_config.hpp"
 #include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/train/parallel/strategy.hpp"
 #include "hpctrain/train/scaling_model.hpp"
 #include "option_parsing.hpp"
 
@@ -20,10 +21,11 @@ namespace {
 constexpr const char* kBenchPredictUsage =
     "hpctrain bench predict --model-config FILE [--batch-size N] [--sequence-length L] [--threads T] [--steps S]\n"
     "    [--forward-ms F --backward-ms B --optimizer-ms O] (--comm-json FILE | --latency-us A --link-gbps G)\n"
-    "    [--nodes N] [--gpus-per-node G] [--overlap on|off] [--zero-stage 0|1|2] [--json]";
+    "    [--nodes N] [--gpus-per-node G] [--overlap on|off] [--zero-stage 0|1|2|3]\n"
+    "    [--zero-reshard-after-forward true|false] [--json]";
 
 struct PredictArgs {
-  std::string model_config, comm_json, overlap = "on";
+  std::string model_config, comm_json, overlap = "on", zero_reshard_after_forward = "true";
   int threads = 1, steps = 5, warmup = 1, nodes = 1, gpus_per_node = 1, zero_stage = 0;
   double forward_ms = -1, backward_ms = -1, optimizer_ms = -1, latency_us = -1, link_gbps = -1;
   bool json = false;
@@ -48,7 +50,10 @@ po::options_description predict_options(PredictArgs& a, train::MemoryEstimateOpt
       ("gpus-per-node", po::value(&a.gpus_per_node)->default_value(a.gpus_per_node), "ranks per node")
       ("overlap", po::value(&a.overlap)->default_value(a.overlap), "on | off: buckets reduced during backward")
       ("zero-stage", po::value(&a.zero_stage)->default_value(a.zero_stage),
-       "0 | 1 | 2: ZeRO's reduce-scatter, sharded update and parameter all-gather instead of the allreduce")
+       "0 | 1 | 2 | 3: ZeRO's reduce-scatter, sharded update and parameter all-gather instead of the allreduce (3: "
+       "the parameters gathered unit by unit around forward and backward)")
+      ("zero-reshard-after-forward", po::value(&a.zero_reshard_after_forward)->default_value(a.zero_reshard_after_forward),
+       "true | false: as train's (--zero-stage 3)")
       ("json", po::bool_switch(&a.json), "print JSON instead of the table");
   return g;
 }
@@ -103,8 +108,18 @@ nlohmann::json assumptions(const PredictArgs& a, bool measured) {
 }
 
 // Note [ZeRO step model], for the assumptions the prediction prints.
-void add_zero_assumptions(nlohmann::json& lines, int zero_stage) {
+void add_zero_assumptions(nlohmann::json& lines, int zero_stage, bool reshard) {
   if (zero_stage == 0) return;
+  if (zero_stage == 3) {  // Note [ZeRO-3 step model]
+    lines.push_back(fmt::format("--zero-stage 3: the units (embeddings, each layer, the head) gathered in forward (half "
+                                "a ring each, the next one prefetched while one computes, compute proportional to the "
+                                "unit's bytes){}; each unit's gradients reduce-scattered after its backward; one "
+                                "communication timeline for all of them; then the norm's 8-byte allreduce and the "
+                                "update of 1/p of the parameters; no all-gather after the update",
+                                reshard ? " and again in backward (--zero-reshard-after-forward true: 1.5x stage 0's "
+                                          "bytes at 2 ranks)" : " only (kept to backward: stage 0's bytes)"));
+    return;
+  }
   lines.push_back(fmt::format("--zero-stage {}: each bucket reduce-scattered (half a ring: (p-1) alpha + (p-1)/p * "
                               "bytes * beta) where stage 0 allreduces it, overlapped with backward alike; one 8-byte "
                               "allreduce (the global gradient norm); the update of 1/p of the parameters (optimizer "
@@ -126,14 +141,16 @@ nlohmann::json prediction_json(const PredictArgs& a, const train::ScalingInputs&
     if (in.zero_stage > 0) rows.back()["allgather_s"] = p.allgather_s, rows.back()["optimizer_s"] = p.optimizer_s;
   }
   nlohmann::json lines = assumptions(a, a.forward_ms < 0);
-  add_zero_assumptions(lines, in.zero_stage);
-  return {{"machine", bench_machine_json()},
+  add_zero_assumptions(lines, in.zero_stage, in.reshard_after_forward);
+  nlohmann::json out = {{"machine", bench_machine_json()},
           {"step", {{"forward_s", in.step.forward_s}, {"backward_s", in.step.backward_s},
                     {"optimizer_s", in.step.optimizer_s}}},
           {"gradient_bytes", gradient_bytes}, {"buckets", in.bucket_bytes.size()}, {"bucket_bytes", in.bucket_bytes},
           {"network", {{"alpha_s", in.network.alpha_s}, {"beta_s_per_byte", in.network.beta_s_per_byte}}},
           {"gpus_per_node", a.gpus_per_node}, {"overlap", in.overlap}, {"zero_stage", in.zero_stage},
           {"predictions", rows}, {"assumptions", lines}};
+  if (!in.unit_bytes.empty()) out["unit_bytes"] = in.unit_bytes;
+  return out;
 }
 
 void print_prediction_table(const nlohmann::json& j) {
@@ -147,6 +164,8 @@ void print_prediction_table(const nlohmann::json& j) {
               8e-9 / j["network"]["beta_s_per_byte"].get<double>());
   const bool zero = j["zero_stage"].get<int>() > 0;
   if (zero) std::printf("ZeRO stage %d: comm ms = reduce-scatters + norm + all-gathers\n", j["zero_stage"].get<int>());
+  if (j.contains("unit_bytes"))
+    std::printf("units (stage 3): %zu, %.1f MiB in all\n", j["unit_bytes"].size(), j["gradient_bytes"].get<double>() / (1 << 20));
   std::printf("%6s %6s %12s %12s %14s %11s%s\n", "nodes", "ranks", "step ms", zero ? "comm ms" : "allreduce ms",
               "exposed ms", "efficiency", zero ? "  all-gather ms" : "");
   for (const auto& r : j["predictions"]) {
@@ -171,8 +190,7 @@ void check_args(const PredictArgs& a, const train::MemoryEstimateOptions& o) {
   HPCTRAIN_CHECK(!a.model_config.empty(), "bench predict: --model-config FILE is required (the gradient sizes)");
   HPCTRAIN_CHECK(a.overlap == "on" || a.overlap == "off", "bench predict: --overlap is on or off, got '{}'", a.overlap);
   HPCTRAIN_CHECK(a.gpus_per_node >= 1, "bench predict: --gpus-per-node must be at least 1, got {}", a.gpus_per_node);
-  HPCTRAIN_CHECK(a.zero_stage >= 0 && a.zero_stage <= 2, "bench predict: --zero-stage {}: expected 0, 1 or 2",
-                 a.zero_stage);
+  (void)train::parallel::parse_zero_stage(a.zero_stage);
   optim::validate_optimizer_options(o.optimizer);
 }
 
@@ -191,6 +209,10 @@ int bench_predict_command(const Args& args) {
   in.overlap = a.overlap == "on";
   in.zero_stage = a.zero_stage;
   in.bucket_bytes = train::gradient_bucket_bytes(train::parameter_shapes(config));
+  if (in.zero_stage == 3) {
+    in.unit_bytes = train::zero3_unit_bytes(config);
+    in.reshard_after_forward = parse_on_off(a.zero_reshard_after_forward, "zero-reshard-after-forward");
+  }
   in.step = step_profile(a, config, o);
   return print_prediction(a, in);
 }

@@ -16,6 +16,7 @@ using Args = std::vector<std::string>;
 // Distributed too: under mpirun every rank tokenizes its part of the inputs (Note [Prep at corpus scale]).
 int prep_text_command(const Args& args, const std::string& command_line, dist::Comm& comm);
 int prep_lm_command(const Args& args, const std::string& command_line, dist::Comm& comm);
+int prep_sft_command(const Args& args, const std::string& command_line, dist::Comm& comm);
 int prep_images_command(const Args& args, const std::string& command_line);
 int inspect_command(const Args& args);
 // `hpctrain estimate-memory`: the memory of one training step per rank, estimated (and --measure'd).
@@ -34,6 +35,8 @@ int env_command(const Args& args, dist::Comm& comm);
 int bench_comm_command(const Args& args, dist::Comm& comm);
 // `hpctrain bench predict`: the scaling model (train/scaling_model.hpp); single-process.
 int bench_predict_command(const Args& args);
+// `hpctrain chat-template`: what a tokenizer folder's chat template renders for a conversation (as transformers).
+int chat_template_command(const Args& args);
 // `hpctrain generate`: a causal LM continues a prompt; one process (refused under a launcher of several).
 int generate_command(const Args& args);
 

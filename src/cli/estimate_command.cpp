@@ -20,8 +20,8 @@ namespace {
 
 constexpr const char* kEstimateUsage =
     "hpctrain estimate-memory (--model DIR | --model-config FILE) [--batch-size N] [--sequence-length L] "
-    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2 --world-size N] "
-    "[--lora-r R [--lora-target-modules a,b|all-linear]] [--loss-chunk-tokens N] [--json] "
+    "[--optim NAME] [--precision fp32|bf16] [--gradient-checkpointing] [--zero-stage 0|1|2|3 --world-size N] "
+    "[--lora-r R [--lora-target-modules a,b|all-linear] [--quantize-base nf4|fp4 ...]] [--loss-chunk-tokens N] [--json] "
     "[--measure]";
 
 struct EstimateArgs {
@@ -31,6 +31,7 @@ struct EstimateArgs {
   double tolerance = 0;  // --measure: fail when |estimate - measured| / measured exceeds it (0: report only)
   double bucket_mb = train::bytes_to_mib(dist::kDefaultBucketBytes);  // as `hpctrain train`'s, MiB
   double first_bucket_mb = train::bytes_to_mib(dist::kDefaultFirstBucketBytes);
+  std::string zero_reshard_after_forward = "true";
 };
 
 po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateOptions& o) {
@@ -43,7 +44,10 @@ po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateO
       ("precision", po::value(&o.precision)->default_value(o.precision), "fp32 | bf16: the activations' dtype")
       ("gradient-checkpointing", po::bool_switch(&o.gradient_checkpointing), "layers keep only their inputs")
       ("zero-stage", po::value(&o.zero_stage)->default_value(o.zero_stage),
-       "ZeRO: 0 every rank holds everything; 1 optimizer state sharded over --world-size ranks; 2 gradients too")
+       "ZeRO: 0 every rank holds everything; 1 optimizer state sharded over --world-size ranks; 2 gradients too; "
+       "3 parameters too")
+      ("zero-reshard-after-forward", po::value(&a.zero_reshard_after_forward)->default_value(a.zero_reshard_after_forward),
+       "true | false: as train's (--zero-stage 3)")
       ("world-size", po::value(&o.world_size)->default_value(o.world_size), "ranks ZeRO shards over")
       ("lora-r", po::value(&o.lora_r)->default_value(o.lora_r), "LoRA adapters of this rank on a frozen base: "
        "gradients and optimizer state for the adapters and the classifier head only (0: full fine-tuning)")
@@ -72,7 +76,7 @@ bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredSte
                         bool print, nlohmann::json& json) {
   const double error = static_cast<double>(e.total - m.peak_bytes) / static_cast<double>(m.peak_bytes);
   json["measured"] = {{"peak_bytes", m.peak_bytes}, {"baseline_bytes", m.baseline_bytes}, {"relative_error", error},
-                      {"ranks", m.ranks}};
+                      {"ranks", m.ranks}, {"model_bytes", m.model_bytes}};
   if (!a.json && print)
     std::printf("  %-28s %16lld %12.1f MiB  (estimate %+.1f %%)\n",
                 m.ranks > 1 ? "measured peak (largest rank)" : "measured peak (RSS growth)",
@@ -85,16 +89,19 @@ bool report_measurement(const train::MemoryEstimate& e, const train::MeasuredSte
 int estimate_memory_command(const Args& args, dist::Comm& comm) {
   EstimateArgs a;
   train::MemoryEstimateOptions options;
+  QuantizeBaseFlags quantize;
   po::options_description all(kEstimateUsage);
-  all.add(estimate_options(a, options)).add(optimizer_group(options.optimizer)).add(loss_group(options.loss_chunk_tokens));
+  all.add(estimate_options(a, options)).add(quantize_base_group(quantize)).add(optimizer_group(options.optimizer));
+  all.add(loss_group(options.loss_chunk_tokens));
   po::variables_map values;
   if (!parse_options(args, kEstimateUsage, all, values)) return 0;
+  options.quantize = quantize_base_options(quantize);
+  HPCTRAIN_CHECK(!options.quantize || options.lora_r > 0, "--quantize-base {} needs --lora-r R (> 0): QLoRA trains "
+                 "adapters over the 4-bit base", quantize.type);
   optim::validate_optimizer_options(options.optimizer);
   options.bucket_bytes = static_cast<int64_t>(a.bucket_mb * (1 << 20));
   options.first_bucket_bytes = static_cast<int64_t>(a.first_bucket_mb * (1 << 20));
-  HPCTRAIN_CHECK(!a.measure || options.lora_r == 0, "estimate-memory --measure --lora-r {}: --measure runs a full "
-                 "fine-tuning step\n  hint: compare with the peak RSS of `hpctrain train --lora-r {}`", options.lora_r,
-                 options.lora_r);
+  options.zero_reshard_after_forward = parse_on_off(a.zero_reshard_after_forward, "zero-reshard-after-forward");
   HPCTRAIN_CHECK(options.lora_r > 0 || options.lora_target_modules.empty(), "--lora-target-modules needs --lora-r R (> 0)");
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);

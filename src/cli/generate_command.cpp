@@ -10,12 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "chat_prompt.hpp"
 #include "commands.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/models/generation.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/tokenize/byte_level_bpe.hpp"
 #include "hpctrain/train/threads.hpp"
@@ -28,7 +30,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kGenerateUsage =
     "hpctrain generate --model DIR [--adapter DIR] [--tokenizer DIR] --prompt TEXT --max-new-tokens N "
-    "[--temperature T --top-k K --top-p P --seed S --num-return-sequences N] [--json]\n"
+    "[--temperature T --top-k K --top-p P --seed S --num-return-sequences N] [--chat [--system TEXT]] [--json]\n"
     "  one process (refused when a launcher started several); greedy unless --temperature > 0";
 
 struct GenerateOptions {
@@ -38,6 +40,9 @@ struct GenerateOptions {
   int64_t num_return_sequences = 1;
   int threads = 0;
   bool json = false;
+  QuantizeBaseFlags quantize;  // QLoRA: the base's frozen layers in 4-bit form (needs --adapter)
+  bool chat = false;
+  std::string system, chat_template;
 };
 
 po::options_description generate_options(GenerateOptions& o) {
@@ -62,9 +67,15 @@ po::options_description generate_options(GenerateOptions& o) {
       ("num-return-sequences", po::value(&o.num_return_sequences)->default_value(1), "sampling: draw N continuations "
        "of the prompt in one call, one after the other from the seed's generator (one output each; greedy: 1)")
       ("threads", po::value(&o.threads)->default_value(0), "CPU threads (0: the cores)")
+      ("chat", po::bool_switch(&o.chat), "the prompt is a user message, rendered with the tokenizer folder's chat "
+       "template and add_generation_prompt (as apply_chat_template); the reply stops at the template's end-of-turn "
+       "token (or EOS), and only the reply is printed")
+      ("system", po::value(&o.system), "--chat: a system message before the user's")
+      ("chat-template", po::value(&o.chat_template), "--chat: a Jinja chat template file instead of the folder's")
       ("json", po::bool_switch(&o.json), "print one JSON object {\"prompt_ids\", \"new_ids\", \"text\"} per line "
        "(one per sequence): text is the new tokens decoded (the prompt not included, EOS token included when "
        "generation stopped at it)");
+  options.add(quantize_base_group(o.quantize));
   return options;
 }
 
@@ -100,6 +111,7 @@ void check_generate_options(const GenerateOptions& o) {
                  processes);
   HPCTRAIN_CHECK(o.seed >= 0, "--seed: expected an integer >= 0, got {}", o.seed);
   HPCTRAIN_CHECK(o.threads >= 0, "--threads: expected a count >= 0 (0: the cores), got {}", o.threads);
+  HPCTRAIN_CHECK(o.chat || (o.system.empty() && o.chat_template.empty()), "--system and --chat-template go with --chat");
   constexpr int64_t kMostSequences = 1 << 16;
   HPCTRAIN_CHECK(o.num_return_sequences >= 1 && o.num_return_sequences <= kMostSequences,
                  "--num-return-sequences: expected 1 to {}, got {}", kMostSequences, o.num_return_sequences);
@@ -121,9 +133,14 @@ fs::path tokenizer_folder(const GenerateOptions& o) {
   return folder;
 }
 
-std::shared_ptr<models::CausalLM> load_model(const std::string& dir, const std::string& adapter) {
+std::shared_ptr<models::CausalLM> load_model(const std::string& dir, const std::string& adapter,
+                                             const std::optional<models::Quant4Options>& quantize) {
+  HPCTRAIN_CHECK(!quantize || !adapter.empty(), "--quantize-base {} needs --adapter DIR: QLoRA generates with a LoRA "
+                 "adapter over the 4-bit base", models::to_string(quantize->type));
+  if (quantize) models::check_not_prequantized(io::HfConfig::load(dir));
   auto loaded = models::causal_lm_from_pretrained(dir);
   if (!adapter.empty()) (void)models::load_adapter(*loaded.model, adapter);  // Note [LoRA]
+  if (quantize) log::info("{}", models::quantize_frozen_base(*loaded.model, *quantize).summary());  // Note [Quantized base]
   if (!loaded.report.newly_initialized.empty())
     log::warning("{}: the LM head is not in the checkpoint; the generated tokens are random\n{}", dir,
                  loaded.report.summary());
@@ -139,22 +156,40 @@ int generate_command(const Args& args) {
   po::variables_map values;
   if (!parse_options(args, kGenerateUsage, options, values)) return 0;
   check_generate_options(o);
+  if (o.json) {  // stdout holds the JSON alone (loading logs notes, e.g. --quantize-base's)
+    log::Context quiet = log::context();
+    quiet.quiet = true;
+    log::set_context(quiet);
+  }
   (void)train::apply_threads(o.threads, 1);
   const fs::path tokenizer_dir = tokenizer_folder(o);
-  const std::shared_ptr<models::CausalLM> model = load_model(o.model, o.adapter);
+  const std::shared_ptr<models::CausalLM> model = load_model(o.model, o.adapter, quantize_base_options(o.quantize));
   const auto tokenizer = tokenize::ByteLevelBpeTokenizer::from_pretrained(tokenizer_dir);
-  const std::vector<int32_t> encoded = tokenizer.encode(o.prompt);
+  o.generation.seed = static_cast<uint64_t>(o.seed);
+  o.generation.eos_token_ids = models::eos_token_ids(o.model);
+  std::vector<int32_t> encoded;
+  if (o.chat) {
+    ChatPrompt chat = chat_prompt(tokenizer, tokenizer_dir, o.chat_template, o.system, o.prompt);
+    encoded = std::move(chat.ids);
+    for (const int64_t id : chat.stop_ids)
+      if (std::find(o.generation.eos_token_ids.begin(), o.generation.eos_token_ids.end(), id) == o.generation.eos_token_ids.end())
+        o.generation.eos_token_ids.push_back(id);
+  } else {
+    encoded = tokenizer.encode(o.prompt);
+  }
   const std::vector<int64_t> prompt_ids(encoded.begin(), encoded.end());
   naming_options([&] {  // before any token: the limit is named with --max-new-tokens
     models::check_generation_fits(model->config(), static_cast<int64_t>(prompt_ids.size()),
                                   o.generation.max_new_tokens, core::available_host_memory());
   });
-  o.generation.seed = static_cast<uint64_t>(o.seed);
-  o.generation.eos_token_ids = models::eos_token_ids(o.model);
+  const auto& stops = o.generation.eos_token_ids;
   for (const std::vector<int64_t>& new_ids : models::generate(*model, prompt_ids, o.generation, o.num_return_sequences)) {
     const std::string text = tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end()));
     if (o.json) {
       std::cout << nlohmann::json{{"prompt_ids", prompt_ids}, {"new_ids", new_ids}, {"text", text}}.dump() << "\n";
+    } else if (o.chat) {  // the reply, without the token that ended it
+      const bool stopped = !new_ids.empty() && std::find(stops.begin(), stops.end(), new_ids.back()) != stops.end();
+      std::cout << tokenizer.decode(std::vector<int32_t>(new_ids.begin(), new_ids.end() - (stopped ? 1 : 0))) << "\n";
     } else {
       std::cout << o.prompt << text << "\n";
     }

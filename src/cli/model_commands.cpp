@@ -19,6 +19,7 @@
 #include "hpctrain/models/adapter_base.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/loss.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/train/compatibility.hpp"
@@ -41,6 +42,7 @@ struct ModelDataOptions {
   int64_t cache_mb = 512;
   int threads = 0;
   double collective_timeout = dist::kDefaultCollectiveTimeoutSeconds;
+  QuantizeBaseFlags quantize;  // QLoRA: the base's frozen layers in 4-bit form (needs --adapter)
   int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens;  // Note [Chunked loss]
   bool progress = true;  // rank 0's: not agreed (Note [Agreed options])
 };
@@ -62,13 +64,26 @@ void add_model_data_options(po::options_description& options, ModelDataOptions& 
       ("no-progress", po::bool_switch()->notifier([&values](bool off) { values.progress = !off; }),
        "no progress bar or progress lines on stderr (shown as train shows them: a bar on a terminal, else a line "
        "at every tenth of a split of 10 batches or more)");
+  options.add(quantize_base_group(values.quantize));
   options.add(loss_group(values.loss_chunk_tokens));
+}
+
+// --quantize-base's options (Note [Quantized base]); it needs an adapter: a 4-bit base alone is not what was trained.
+std::optional<models::Quant4Options> quant4_options(const ModelDataOptions& o) {
+  const auto options = quantize_base_options(o.quantize);
+  HPCTRAIN_CHECK(!options || !o.adapter.empty(), "--quantize-base {} needs --adapter DIR: QLoRA evaluates a LoRA adapter "
+                 "over the 4-bit base", o.quantize.type);
+  return options;
+}
+
+std::string quant4_text(const std::optional<models::Quant4Options>& q) {
+  return q ? fmt::format("{} double_quant={} blocksize={}", models::to_string(q->type), q->double_quant, q->blocksize) : "";
 }
 
 // Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads
 // may differ per node; --output and --json are rank 0's.
 train::RunDescription describe(const ModelDataOptions& o, const data::DatasetReader& dataset) {
-  static_assert(core::field_count<ModelDataOptions>() == 11, "ModelDataOptions changed: describe the new member here");
+  static_assert(core::field_count<ModelDataOptions>() == 12, "ModelDataOptions changed: describe the new member here");
   // --no-progress is rank 0's (the others show nothing): not compared.
   train::RunDescription description = {{"--model", train::path_identity(o.model)},
                                        {"--adapter", o.adapter.empty() ? "" : train::path_identity(o.adapter)},
@@ -77,6 +92,7 @@ train::RunDescription describe(const ModelDataOptions& o, const data::DatasetRea
                                        {"--cache-mb", std::to_string(o.cache_mb)},
                                        {"--device", o.device},
                                        {"--collective-timeout", fmt::format("{}", o.collective_timeout)},
+                                       {"--quantize-base", quant4_text(quant4_options(o))},
                                        {"--loss-chunk-tokens", std::to_string(o.loss_chunk_tokens)}};
   train::add_dataset_identity(description, "--data", dataset);
   return description;
@@ -139,6 +155,10 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
       log::warning("{}: the head ({}) is not in the checkpoint; its predictions are random\n{}", options.model,
                    fmt::join(pretrained.report.newly_initialized, ", "), pretrained.report.summary());
     train::check_finite_weights(*pretrained.model, options.model);
+    if (const auto quant = quant4_options(options)) {  // Note [Quantized base]: after the adapter is attached
+      models::check_not_prequantized(config);
+      log::info("{}", models::quantize_frozen_base(*pretrained.model, *quant).summary());
+    }
     loaded.model = pretrained.model;
     loaded.model->to(loaded.device);
   });
@@ -179,6 +199,11 @@ int eval_command(const Args& args, dist::Comm& comm) {
   po::variables_map values;
   if (!parse_options(args, "hpctrain eval --model DIR [--adapter DIR] --data FILE.h5 [--split validation] [--json]", description, values))
     return 0;
+  if (json) {  // stdout holds the JSON alone (loading logs notes, e.g. --quantize-base's)
+    log::Context quiet = log::context();
+    quiet.quiet = true;
+    log::set_context(quiet);
+  }
   agree_on_options(options, comm, "eval");
   Loaded loaded = load_model_and_data(options, comm);
   // Note [Objectives]: the task's report.

@@ -125,4 +125,29 @@ bool parse_options(const std::vector<std::string>& args, const std::string& usag
   return true;
 }
 
+po::options_description quantize_base_group(QuantizeBaseFlags& f) {
+  po::options_description g("QLoRA");
+  g.add_options()
+      ("quantize-base", po::value(&f.type), "nf4 | fp4: hold the frozen base's linear layers in 4-bit form, quantized "
+       "at load as bitsandbytes' quantize_4bit does (QLoRA; needs LoRA: --lora-r, or --adapter)")
+      ("double-quant", po::bool_switch(&f.double_quant), "quantize the 4-bit blocks' absmax values to 8 bits too "
+       "(bitsandbytes' compress_statistics; the default)")
+      ("no-double-quant", po::bool_switch(&f.no_double_quant), "keep the blocks' absmax values in float32")
+      ("quant-blocksize", po::value(&f.blocksize)->default_value(f.blocksize), "weights per absmax block: a power of "
+       "two from 32 to 4096");
+  return g;
+}
+
+std::optional<models::Quant4Options> quantize_base_options(const QuantizeBaseFlags& f) {
+  HPCTRAIN_CHECK(!(f.double_quant && f.no_double_quant), "--double-quant and --no-double-quant: give one of them");
+  if (f.type.empty()) {
+    HPCTRAIN_CHECK(!f.double_quant && !f.no_double_quant && f.blocksize == QuantizeBaseFlags{}.blocksize,
+                   "--double-quant, --no-double-quant and --quant-blocksize need --quantize-base nf4|fp4");
+    return std::nullopt;
+  }
+  const models::Quant4Options options{models::parse_quant4_type(f.type, "--quantize-base"), f.blocksize, !f.no_double_quant};
+  models::check_quant4_blocksize(options.blocksize);
+  return options;
+}
+
 }  // namespace hpctrain::cli

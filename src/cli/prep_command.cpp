@@ -14,6 +14,7 @@
 #include "hpctrain/prep/lm_prep.hpp"
 #include "hpctrain/prep/text_prep.hpp"
 #include "option_parsing.hpp"
+#include "prep_options.hpp"
 
 namespace hpctrain::cli {
 namespace {
@@ -97,25 +98,43 @@ po::options_description lm_options(prep::LmPrepOptions& options, LmOptionText& t
       ("block-size", po::value(&options.block_size)->default_value(0), "--packing wrapped: tokens per row (0: min(1024, model_max_length), as run_clm)")
       ("packing", po::value(&text.packing)->default_value(text.packing), "wrapped (or group): documents concatenated and cut into rows of --block-size tokens, the rest dropped; bfd: whole documents (cut to --max-length, counted) packed into rows of up to --max-length tokens by best-fit-decreasing, their boundaries kept (positions restart and attention stops at each); bfd_split: as bfd, documents longer than a row split into pieces; none: one row per document")
       ("max-length", po::value(&options.max_length), "--packing bfd, bfd_split: tokens per row; none: a document's first N tokens (default: as --block-size)");
-  po::options_description output_options("Output");
-  output_options.add_options()
-      ("output", po::value(&text.output)->required(), "the HDF5 file to write")
-      ("validation-fraction", po::value(&options.validation_fraction)->default_value(0.0), "share of the documents held out (split before packing, seeded)")
-      ("seed", po::value(&options.seed)->default_value(options.seed), "seed of the split and of the one shuffle of the rows")
-      ("compression", po::value(&text.compression)->default_value(text.compression), "none | gzip")
-      ("overwrite", po::bool_switch(&options.overwrite), "replace an existing output file")
-      ("threads", po::value(&options.threads)->default_value(0), "tokenizer threads per rank (0: the node's cores / its ranks)")
-      ("memory-mb", po::value(&options.memory_mb)->default_value(options.memory_mb), "memory per rank for documents and rows, MiB (beyond the program's own ~100 MiB)");
-  output_options.add_options()
-      ("collective-timeout", po::value(&text.collective_timeout)->default_value(text.collective_timeout),
-       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
-      ("no-progress", "no progress bar");
   po::options_description all;
-  all.add(data_options).add(tokenizer_options).add(output_options);
+  all.add(data_options).add(tokenizer_options).add(corpus_output_options(
+      {text.output, options.validation_fraction, options.seed, text.compression, options.overwrite, options.threads,
+       options.memory_mb, text.collective_timeout},
+      "share of the documents held out (split before packing, seeded)"));
   return all;
 }
 
 }  // namespace
+
+std::filesystem::path check_corpus_output(const std::string& output, const std::filesystem::path& tokenizer_dir,
+                                          std::vector<std::filesystem::path> inputs, bool overwrite,
+                                          double collective_timeout, dist::Comm& comm) {
+  std::vector<std::filesystem::path> guarded = io::files_in(tokenizer_dir);
+  guarded.insert(guarded.end(), inputs.begin(), inputs.end());
+  const std::filesystem::path checked = io::check_output_file(output, guarded, overwrite);
+  HPCTRAIN_CHECK(collective_timeout >= 0 && collective_timeout <= 1e9, "--collective-timeout {}: expected seconds >= 0 "
+                 "(0 = off)", collective_timeout);
+  comm.set_collective_timeout(collective_timeout);
+  return checked;
+}
+
+po::options_description corpus_output_options(const CorpusOutputFields& f, const char* held_out) {
+  po::options_description options("Output");
+  options.add_options()
+      ("output", po::value(&f.output)->required(), "the HDF5 file to write")
+      ("validation-fraction", po::value(&f.validation_fraction)->default_value(0.0), held_out)
+      ("seed", po::value(&f.seed)->default_value(f.seed), "seed of the split and of the one shuffle of the rows")
+      ("compression", po::value(&f.compression)->default_value(f.compression), "none | gzip")
+      ("overwrite", po::bool_switch(&f.overwrite), "replace an existing output file")
+      ("threads", po::value(&f.threads)->default_value(0), "tokenizer threads per rank (0: the node's cores / its ranks)")
+      ("memory-mb", po::value(&f.memory_mb)->default_value(f.memory_mb), "memory per rank for documents and rows, MiB (beyond the program's own ~100 MiB)")
+      ("collective-timeout", po::value(&f.collective_timeout)->default_value(f.collective_timeout),
+       "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
+      ("no-progress", "no progress bar");
+  return options;
+}
 
 int prep_lm_command(const Args& args, const std::string& command_line, dist::Comm& comm) {
   prep::LmPrepOptions options;
@@ -125,23 +144,21 @@ int prep_lm_command(const Args& args, const std::string& command_line, dist::Com
   po::variables_map values;
   if (!parse_options(args, "hpctrain prep lm --input FILE... --tokenizer DIR --output FILE.h5 [options]", all, values)) return 0;
   options.packing = prep::parse_lm_packing(text.packing);
-  // Note: --max-length given as 0 or 1 is refused (a row must hold an input and a target); omitted, it is the default.
-  HPCTRAIN_CHECK(values.count("max-length") == 0 || options.max_length >= 2,
-                 "--max-length {}: expected at least 2 tokens per row (an input and its next token); omit it for "
-                 "min(1024, model_max_length)", options.max_length);
+  // --max-length given as 0 is refused here (prep::LmPrepOptions reads 0 as "the default"); 1 and the upper bound
+  // are checked with --block-size's by prep::check_options, with this message.
+  HPCTRAIN_CHECK(values.count("max-length") == 0 || options.max_length != 0,
+                 "--max-length 0: expected 2 to {} tokens per row (a row of one token predicts nothing); omit it for "
+                 "min(1024, model_max_length)", 1 << 24);
   for (const auto& input : text.inputs) options.inputs.emplace_back(input);
   options.validation_input = text.validation_input;
   options.tokenizer_dir = text.tokenizer;
   options.compression = data::parse_compression(text.compression);
   options.progress = values.count("no-progress") == 0;
   options.created_by = command_line;
-  std::vector<std::filesystem::path> inputs = io::files_in(options.tokenizer_dir);
-  inputs.insert(inputs.end(), options.inputs.begin(), options.inputs.end());
+  std::vector<std::filesystem::path> inputs = options.inputs;
   inputs.push_back(options.validation_input);
-  options.output = io::check_output_file(text.output, inputs, options.overwrite);
-  HPCTRAIN_CHECK(text.collective_timeout >= 0 && text.collective_timeout <= 1e9,
-                 "--collective-timeout {}: expected seconds >= 0 (0 = off)", text.collective_timeout);
-  comm.set_collective_timeout(text.collective_timeout);
+  options.output = check_corpus_output(text.output, options.tokenizer_dir, inputs, options.overwrite,
+                                       text.collective_timeout, comm);
   const auto report = prep::prep_lm(options, comm);
   if (comm.rank() == 0) print_report(options, report);
   return 0;

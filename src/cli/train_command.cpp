@@ -20,7 +20,8 @@ constexpr const char* kUsage =
 
 struct Texts {  // options parsed as text, converted after parsing
   std::string data, model, tokenizer, output, shuffle = "shard", overlap = "on", mixed_precision = "no",
-      loss_scale = "auto", grad_reduce_dtype;  // grad_reduce_dtype: its default comes from AcceleratorOptions
+      loss_scale = "auto", grad_reduce_dtype,  // grad_reduce_dtype: its default comes from AcceleratorOptions
+      zero_reshard_after_forward = "true";
 };
 
 po::options_description data_group(train::TrainOptions& o, Texts& t) {
@@ -148,7 +149,12 @@ po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
        "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off")
       ("zero-stage", po::value(&o.accelerator.zero_stage)->default_value(0), "ZeRO: 0 every rank holds everything; "
        "1 optimizer state sharded over the ranks (gradients reduce-scattered, parameters all-gathered: no more bytes "
-       "than an allreduce); 2 gradients sharded too. The same weights as 0; checkpoints resume at any stage and rank count")
+       "than an allreduce); 2 gradients sharded too; 3 parameters sharded too (each unit - a transformer layer, the "
+       "embeddings, the head - gathered around its forward and backward). The same weights as 0; checkpoints resume "
+       "at any stage and rank count")
+      ("zero-reshard-after-forward", po::value(&t.zero_reshard_after_forward)->default_value(t.zero_reshard_after_forward),
+       "true | false: with --zero-stage 3, release a unit's gathered parameters after its forward and gather them "
+       "again for its backward (true), or keep them until its backward (false: fewer bytes, more memory)")
       ("grad-reduce-dtype",
        po::value(&t.grad_reduce_dtype)->default_value(std::string(train::to_string(o.accelerator.grad_reduce_dtype))),
        "fp32 | bf16: the dtype gradients travel in while the ranks average them (bf16: half the bytes, rounded to "
@@ -209,20 +215,22 @@ std::string resume_command(const Args& args) {
   return line + " --resume auto";
 }
 
+}  // namespace
+
 bool parse_on_off(const std::string& text, const char* flag) {
   if (text == "on" || text == "true" || text == "1") return true;
   if (text == "off" || text == "false" || text == "0") return false;
-  fail("--{} '{}': expected on or off", flag, text);
+  fail("--{} '{}': expected on or off (true or false)", flag, text);
 }
-
-}  // namespace
 
 int train_command(const Args& args, dist::Comm& comm) {
   train::TrainOptions options;
   Texts texts;
   std::string trace, timeline;
+  QuantizeBaseFlags quantize;
   po::options_description all;
-  all.add(data_group(options, texts)).add(model_group(options, texts)).add(optimization_group(options, texts));
+  all.add(data_group(options, texts)).add(model_group(options, texts)).add(quantize_base_group(quantize));
+  all.add(optimization_group(options, texts));
   all.add(optimizer_group(options.optimizer)).add(loss_group(options.loss_chunk_tokens));
   all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace, timeline));
   po::variables_map values;
@@ -231,10 +239,16 @@ int train_command(const Args& args, dist::Comm& comm) {
   options.output = texts.output, options.trace_examples = trace, options.timeline = timeline;
   options.shuffle = data::parse_shuffle_mode(texts.shuffle);
   options.accelerator.overlap = parse_on_off(texts.overlap, "overlap");
+  options.accelerator.zero_reshard_after_forward =
+      parse_on_off(texts.zero_reshard_after_forward, "zero-reshard-after-forward");
   options.accelerator.mixed_precision = train::parse_mixed_precision(texts.mixed_precision);
   options.accelerator.loss_scaling = train::parse_loss_scaling(texts.loss_scale);
   options.accelerator.grad_reduce_dtype = train::parse_grad_reduce_dtype(texts.grad_reduce_dtype);
   options.progress = values.count("no-progress") == 0;
+  if (const auto quant = quantize_base_options(quantize)) {  // validated again, with --lora-r, by validate_train_options
+    options.quantize_base = models::to_string(quant->type);
+    options.double_quant = quant->double_quant, options.quant_blocksize = quant->blocksize;
+  }
   options.eval_split_required = !values["eval-split"].defaulted();
   core::install_stop_handlers();  // Note [Stop agreement]
   const train::TrainResult result = train::run_training(comm, options);

@@ -35,6 +35,12 @@ bool host_allocator_tuned() {
 
 void tune_host_allocator() { (void)host_allocator_tuned(); }
 
+void release_free_heap_memory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
 LiveTensorResidency::LiveTensorResidency() : active_(host_allocator_tuned()) {
 #if defined(__GLIBC__)
   if (!active_) return;

@@ -24,12 +24,14 @@ void hash_split(Sha256& hash, const DatasetReader& reader, const SplitInfo& info
   hash.update(fmt::format("split {} {} {} {} {}x{}x{} mean {} std {}\n", info.name, info.num_examples, info.num_tokens,
                           info.has_token_type_ids, info.channels, info.height, info.width, fmt::join(info.mean, ","),
                           fmt::join(info.std, ",")));
+  if (info.has_loss_mask) hash.update("loss_mask\n");  // (files without one keep the digest they always had)
   const int64_t first = std::min(info.num_examples, kDigestExamples);
   if (is_text_task(reader.task())) {
     const TextExamples text = reader.read_text(info.name, 0, first);
     hash_values(hash, text.input_ids), hash_values(hash, text.offsets), hash_values(hash, text.labels);
     hash_values(hash, text.token_type_ids);
     hash_values(hash, text.document_start);  // empty (nothing hashed) in files without document boundaries
+    hash_values(hash, text.loss_mask);
   } else {
     const ImageExamples images = reader.read_images(info.name, 0, first);
     hash_values(hash, images.pixels), hash_values(hash, images.labels);

@@ -27,7 +27,7 @@ std::string format_dims(const std::vector<int64_t>& dims) { return fmt::format("
 struct OpenSplit {
   SplitInfo info;
   std::string where;  // "<file>:/<split>", the prefix of every message
-  h5::Handle group, input_ids, offsets, token_type_ids, document_start, labels, source_index, pixels;
+  h5::Handle group, input_ids, offsets, token_type_ids, document_start, loss_mask, labels, source_index, pixels;
 
   [[nodiscard]] std::string at(const char* dataset) const { return fmt::format("{}/{}", where, dataset); }
 };
@@ -112,6 +112,9 @@ void check_tokens(const OpenSplit& split, const TextExamples& text, const std::v
                      "{}[{}] = {} (example {}): expected {}", split.at(schema::kDocumentStart),
                      absolute[example] + t - text.offsets[example], text.document_start[t], first + example,
                      row_start ? "1 (the first token of a row begins a document)" : "0 or 1");
+      HPCTRAIN_CHECK(!text.has_loss_mask() || text.loss_mask[t] <= 1, "{}[{}] = {} (example {}): expected 0 or 1",
+                     split.at(schema::kLossMask), absolute[example] + t - text.offsets[example], text.loss_mask[t],
+                     first + example);
     }
   }
 }
@@ -281,6 +284,12 @@ void DatasetReader::Impl::open_text(OpenSplit& split) const {
   if (split.info.has_document_starts) {
     split.document_start = open_checked(split, schema::kDocumentStart, h5::Type::u8, {split.info.num_tokens});
   }
+  split.info.has_loss_mask = h5::has_link(split.group.get(), schema::kLossMask);
+  if (split.info.has_loss_mask) {
+    HPCTRAIN_CHECK(task == Task::causal_lm, "{}: a {} file has a loss_mask; it belongs to causal-lm files only",
+                   split.at(schema::kLossMask), to_string(task));
+    split.loss_mask = open_checked(split, schema::kLossMask, h5::Type::u8, {split.info.num_tokens});
+  }
   // The two ends of offsets pin every later hyperslab read inside input_ids.
   const auto first = read_vector<int64_t>(split.offsets, 0, 1);
   const auto last = read_vector<int64_t>(split.offsets, n, n + 1);
@@ -323,6 +332,7 @@ TextExamples DatasetReader::Impl::read_text(const OpenSplit& split, int64_t begi
   text.input_ids = read_vector<int32_t>(split.input_ids, first_token, end_token);
   if (split.info.has_token_type_ids) text.token_type_ids = read_vector<uint8_t>(split.token_type_ids, first_token, end_token);
   if (split.info.has_document_starts) text.document_start = read_vector<uint8_t>(split.document_start, first_token, end_token);
+  if (split.info.has_loss_mask) text.loss_mask = read_vector<uint8_t>(split.loss_mask, first_token, end_token);
   text.source_index = read_vector<int64_t>(split.source_index, begin, end);
   check_tokens(split, text, absolute, begin, vocab_size);
   if (has_labels(task)) {

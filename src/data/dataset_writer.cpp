@@ -23,9 +23,10 @@ struct TextColumns {
   std::optional<h5::ChunkWriter> labels;          // not for causal-lm
   std::optional<h5::ChunkWriter> token_type_ids;  // sentence pairs only
   std::optional<h5::ChunkWriter> document_start;  // rows packed by documents only
+  std::optional<h5::ChunkWriter> loss_mask;       // causal-lm files with a loss mask (Note [Loss mask])
   void finish() {
     for (h5::ChunkWriter* column : {&input_ids, &offsets, &source_index}) column->finish();
-    for (auto* column : {&labels, &token_type_ids, &document_start})
+    for (auto* column : {&labels, &token_type_ids, &document_start, &loss_mask})
       if (*column) (*column)->finish();
   }
 };
@@ -36,6 +37,7 @@ struct WriterSplit {
   bool is_text = true;
   bool has_pairs = false;
   bool has_document_starts = false;
+  bool has_loss_mask = false;
   h5::Handle group, labels, source_index, pixels;  // images
   std::optional<TextColumns> text;
   int64_t num_examples = 0, num_tokens = 0;
@@ -146,6 +148,9 @@ void DatasetWriter::State::check_tokens(const TextExamples& piece) const {
       HPCTRAIN_CHECK(!split->has_pairs || piece.token_type_ids[t] < schema::kNumTokenTypes,
                      "split '{}', example {}: token_type_id {} out of range: expected 0 or 1", split->name,
                      split->num_examples + example, piece.token_type_ids[t]);
+      HPCTRAIN_CHECK(!split->has_loss_mask || piece.loss_mask[t] <= 1,
+                     "split '{}', example {}: loss_mask value {} out of range: expected 0 or 1", split->name,
+                     split->num_examples + example, piece.loss_mask[t]);
     }
   }
 }
@@ -180,7 +185,7 @@ const fs::path& DatasetWriter::temporary_path() const { return state_->temporary
 
 void DatasetWriter::write_text_split(const std::string& split, const TextExamples& examples, bool has_pairs,
                                      bool has_document_starts) {
-  begin_text_split(split, has_pairs, has_document_starts);
+  begin_text_split(split, has_pairs, has_document_starts, examples.has_loss_mask());
   append_text(examples);
   end_split();
 }
@@ -191,11 +196,15 @@ void DatasetWriter::write_image_split(const std::string& split, const ImageExamp
   end_split();
 }
 
-void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pairs, bool has_document_starts) {
+void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pairs, bool has_document_starts,
+                                     bool has_loss_mask) {
+  HPCTRAIN_CHECK(!has_loss_mask || state_->attributes.task == Task::causal_lm,
+                 "split '{}': a loss_mask is for causal-lm files, not {}", split_name, to_string(state_->attributes.task));
   state_->begin_split(split_name, /*is_text=*/true);
   WriterSplit& split = *state_->split;
   split.has_pairs = has_pairs;
   split.has_document_starts = has_document_starts;
+  split.has_loss_mask = has_loss_mask;
   const h5::Id group = split.group.get();
   const WriterOptions& options = state_->options;
   auto column = [&](const char* name, h5::Type type, int64_t chunk) {
@@ -210,10 +219,11 @@ void DatasetWriter::begin_text_split(const std::string& split_name, bool has_pai
   if (has_labels(state_->attributes.task)) labels.emplace(column(schema::kLabels, h5::Type::i64, schema::kExampleChunk));
   auto source_index = column(schema::kSourceIndex, h5::Type::i64, schema::kExampleChunk);
   split.text.emplace(TextColumns{std::move(input_ids), std::move(offsets), std::move(source_index), std::move(labels),
-                                 std::nullopt, std::nullopt});
+                                 std::nullopt, std::nullopt, std::nullopt});
   if (has_pairs) split.text->token_type_ids.emplace(column(schema::kTokenTypeIds, h5::Type::u8, schema::kTokenChunk));
   if (has_document_starts)
     split.text->document_start.emplace(column(schema::kDocumentStart, h5::Type::u8, schema::kTokenChunk));
+  if (has_loss_mask) split.text->loss_mask.emplace(column(schema::kLossMask, h5::Type::u8, schema::kTokenChunk));
   const int64_t zero = 0;
   split.text->offsets.append(&zero, 1);
 }
@@ -229,6 +239,9 @@ void DatasetWriter::append_text(const TextExamples& piece) {
   HPCTRAIN_CHECK(split.has_document_starts == piece.has_document_starts() || piece.num_tokens() == 0,
                  "{}: the split was begun {} document boundaries but this piece {} document_start", what,
                  split.has_document_starts ? "with" : "without", piece.has_document_starts() ? "has" : "has no");
+  HPCTRAIN_CHECK(split.has_loss_mask == piece.has_loss_mask() || piece.num_tokens() == 0,
+                 "{}: the split was begun {} a loss mask but this piece {} loss_mask", what,
+                 split.has_loss_mask ? "with" : "without", piece.has_loss_mask() ? "has" : "has no");
   state_->check_labels(piece.labels, piece.source_index);
   state_->check_tokens(piece);
 
@@ -238,6 +251,7 @@ void DatasetWriter::append_text(const TextExamples& piece) {
   text.input_ids.append(piece.input_ids.data(), piece.num_tokens());
   if (split.has_pairs) text.token_type_ids->append(piece.token_type_ids.data(), piece.num_tokens());
   if (split.has_document_starts) text.document_start->append(piece.document_start.data(), piece.num_tokens());
+  if (split.has_loss_mask) text.loss_mask->append(piece.loss_mask.data(), piece.num_tokens());
   text.offsets.append(offsets.data(), piece.size());
   if (text.labels) text.labels->append(piece.labels.data(), piece.size());
   text.source_index.append(piece.source_index.data(), piece.size());

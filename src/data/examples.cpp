@@ -15,16 +15,20 @@ namespace hpctrain::data {
 // the first token of each row 1).
 
 void TextExamples::append(const std::vector<int32_t>& ids, const std::vector<uint8_t>& type_ids, int64_t label,
-                          int64_t source_row, const std::vector<uint8_t>& starts) {
+                          int64_t source_row, const std::vector<uint8_t>& starts, const std::vector<uint8_t>& mask) {
   HPCTRAIN_CHECK(type_ids.empty() || type_ids.size() == ids.size(),
                  "example {}: {} token_type_ids for {} tokens", size(), type_ids.size(), ids.size());
   HPCTRAIN_CHECK(starts.empty() || starts.size() == ids.size(), "example {}: {} document_start flags for {} tokens",
                  size(), starts.size(), ids.size());
   HPCTRAIN_CHECK(size() == 0 || starts.empty() != has_document_starts(),
                  "example {}: document_start flags given for some examples only", size());
+  HPCTRAIN_CHECK(mask.empty() ? loss_mask.empty() : (mask.size() == ids.size() && loss_mask.size() == input_ids.size()),
+                 "example {}: {} loss_mask values for {} tokens (every example has a mask, or none)", size(),
+                 mask.size(), ids.size());
   input_ids.insert(input_ids.end(), ids.begin(), ids.end());
   token_type_ids.insert(token_type_ids.end(), type_ids.begin(), type_ids.end());
   document_start.insert(document_start.end(), starts.begin(), starts.end());
+  loss_mask.insert(loss_mask.end(), mask.begin(), mask.end());
   offsets.push_back(static_cast<int64_t>(input_ids.size()));
   labels.push_back(label);
   source_index.push_back(source_row);
@@ -41,6 +45,7 @@ void TextExamples::append_from(const TextExamples& other, int64_t i) {
     document_start.insert(document_start.end(), other.document_start.begin() + begin,
                           other.document_start.begin() + end);
   }
+  if (other.has_loss_mask()) loss_mask.insert(loss_mask.end(), other.loss_mask.begin() + begin, other.loss_mask.begin() + end);
   offsets.push_back(static_cast<int64_t>(input_ids.size()));
   labels.push_back(other.labels[i]);
   source_index.push_back(other.source_index[i]);
@@ -51,10 +56,13 @@ void TextExamples::append_all(const TextExamples& other) {
                  "append_all: token_type_ids present in one set of examples only");
   HPCTRAIN_CHECK(size() == 0 || other.size() == 0 || has_document_starts() == other.has_document_starts(),
                  "append_all: document_start present in one set of examples only");
+  HPCTRAIN_CHECK(size() == 0 || other.size() == 0 || has_loss_mask() == other.has_loss_mask(),
+                 "append_all: loss_mask present in one set of examples only");
   const int64_t shift = num_tokens();
   input_ids.insert(input_ids.end(), other.input_ids.begin(), other.input_ids.end());
   token_type_ids.insert(token_type_ids.end(), other.token_type_ids.begin(), other.token_type_ids.end());
   document_start.insert(document_start.end(), other.document_start.begin(), other.document_start.end());
+  loss_mask.insert(loss_mask.end(), other.loss_mask.begin(), other.loss_mask.end());
   for (size_t i = 1; i < other.offsets.size(); ++i) offsets.push_back(other.offsets[i] + shift);
   labels.insert(labels.end(), other.labels.begin(), other.labels.end());
   source_index.insert(source_index.end(), other.source_index.begin(), other.source_index.end());
@@ -65,8 +73,11 @@ void TextExamples::append_packed(const TextExamples& documents) {
   HPCTRAIN_CHECK(size() == 0 || has_token_type_ids() == documents.has_token_type_ids(),
                  "append_packed: token_type_ids present in one set of examples only");
   HPCTRAIN_CHECK(size() == 0 || has_document_starts(), "append_packed: example {} has no document_start flags", size());
+  HPCTRAIN_CHECK(size() == 0 || has_loss_mask() == documents.has_loss_mask(),
+                 "append_packed: loss_mask present in one set of examples only");
   input_ids.insert(input_ids.end(), documents.input_ids.begin(), documents.input_ids.end());
   token_type_ids.insert(token_type_ids.end(), documents.token_type_ids.begin(), documents.token_type_ids.end());
+  loss_mask.insert(loss_mask.end(), documents.loss_mask.begin(), documents.loss_mask.end());
   const std::size_t first = document_start.size();
   if (documents.has_document_starts()) {
     document_start.insert(document_start.end(), documents.document_start.begin(), documents.document_start.end());
@@ -93,6 +104,8 @@ void TextExamples::check_consistent(const char* what) const {
                  "{}: {} examples but {} labels and {} source_index", what, size(), labels.size(), source_index.size());
   HPCTRAIN_CHECK(token_type_ids.empty() || token_type_ids.size() == input_ids.size(),
                  "{}: {} token_type_ids for {} tokens", what, token_type_ids.size(), input_ids.size());
+  HPCTRAIN_CHECK(loss_mask.empty() || loss_mask.size() == input_ids.size(), "{}: {} loss_mask values for {} tokens",
+                 what, loss_mask.size(), input_ids.size());
   if (!has_document_starts()) return;
   HPCTRAIN_CHECK(document_start.size() == input_ids.size(), "{}: {} document_start flags for {} tokens", what,
                  document_start.size(), input_ids.size());

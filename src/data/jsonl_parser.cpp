@@ -133,7 +133,8 @@ void extract_with_nlohmann(std::string_view line, const std::vector<std::string>
   }
 }
 
-JsonlParser::JsonlParser(std::vector<std::string> field_names) : field_names_(std::move(field_names)) {}
+JsonlParser::JsonlParser(std::vector<std::string> field_names, bool whole_lines)
+    : field_names_(std::move(field_names)), whole_lines_(whole_lines) {}
 
 Scan JsonlParser::parse(const char* begin, const char* end, bool at_eof, TextRecord& record) const {
   const char* newline = static_cast<const char*>(std::memchr(begin, '\n', static_cast<std::size_t>(end - begin)));
@@ -150,6 +151,13 @@ Scan JsonlParser::parse(const char* begin, const char* end, bool at_eof, TextRec
   record.error.clear();
   record.replaced_invalid_utf8 = false;
   std::string_view line(begin, static_cast<std::size_t>(line_end - begin));
+  if (whole_lines_) {
+    record.fields.resize(1);
+    std::string replaced;
+    record.replaced_invalid_utf8 = replace_invalid_utf8(line, replaced);
+    record.fields[0] = record.replaced_invalid_utf8 ? std::move(replaced) : std::string(line);
+    return scan;
+  }
   if (parse_flat_object(line, field_names_, record.fields)) return scan;
   // Invalid UTF-8 reads as U+FFFD, as in CSV files (README "Invalid UTF-8"); then the line is parsed again.
   std::string replaced;

@@ -14,13 +14,15 @@ namespace hpctrain::data::detail {
 
 class JsonlParser {
  public:
-  explicit JsonlParser(std::vector<std::string> field_names);
+  // whole_lines: the one field is the line itself (TextReaderOptions::jsonl_whole_lines).
+  explicit JsonlParser(std::vector<std::string> field_names, bool whole_lines = false);
 
   // Parses the line at `begin` (up to '\n'; a trailing '\r' is dropped). Lines of only whitespace are blank.
   [[nodiscard]] Scan parse(const char* begin, const char* end, bool at_eof, TextRecord& record) const;
 
  private:
   std::vector<std::string> field_names_;
+  bool whole_lines_ = false;
 };
 
 // The reference path: extracts the fields of one line (no terminator) with nlohmann's SAX parser, setting

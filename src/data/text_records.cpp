@@ -208,7 +208,9 @@ TextRecordReader::TextRecordReader(const std::filesystem::path& path, TextFormat
   impl_ = std::make_unique<Impl>(path, format, std::move(field_names), options);
   impl_->skip_bom();
   if (format == TextFormat::jsonl) {
-    impl_->jsonl.emplace(impl_->field_names);
+    HPCTRAIN_CHECK(!options.jsonl_whole_lines || impl_->field_names.size() == 1,
+                   "reading '{}': whole lines are one field, got {} names", path.string(), impl_->field_names.size());
+    impl_->jsonl.emplace(impl_->field_names, options.jsonl_whole_lines);
   } else {
     impl_->csv.emplace(format == TextFormat::tsv ? '\t' : ',');
     impl_->read_header();

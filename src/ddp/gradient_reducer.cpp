@@ -1,9 +1,9 @@
+// The gradient reducer (gradient_reducer.hpp): hooks, bucket launch order, late gradients, finalize, Local
+// SGD. A bucket's allreduce is in bucket_reduce.cpp, ZeRO's reduce-scatter and all-gather in zero_reduce.cpp.
 #include "hpctrain/ddp/gradient_reducer.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
-#include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <functional>
@@ -11,13 +11,9 @@
 #include <unordered_set>
 #include <utility>
 
-#include "bucket_place.hpp"
-#include "comm_thread.hpp"
-#include "copy_fence.hpp"
-#include "zero_reduce.hpp"
+#include "reducer_impl.hpp"
 #include "hpctrain/compat/current_device.hpp"
 #include "hpctrain/core/error.hpp"
-#include "hpctrain/core/span.hpp"
 
 // Note [Bucket order]
 // MPI matches collectives on a communicator by call order, so every rank must allreduce the same
@@ -35,16 +31,6 @@
 // gradient for it") after its gradients. Every rank reads the same summed flags, so all of them
 // reduce the flagged buckets' late gradients once more, in order: late gradients cost a collective
 // only when they happen, and never desynchronize the ranks.
-//
-// Note [Row-sparse buckets]
-// An embedding gradient ([vocab, dim]) is non-zero only in the rows of the tokens in the batch, and it is
-// the last gradient backward produces, so its whole reduction is exposed after backward (31 MB, 70 % of
-// all gradient bytes, for the DistilBERT benchmark model). A bucket holding a single 2-D parameter with
-// at least kRowSparseMinRows rows and 8x more rows than columns is reduced by rows: every rank marks
-// its non-zero rows in a byte per row, a max-allreduce of those marks gives the union (identical on
-// every rank), and only the union's rows (plus any trailing late-gradient flags) are summed. Rows
-// outside the union are zero on every rank, so the result equals the dense reduction's. When the union
-// holds more than half the rows, the dense reduction runs instead (every rank decides alike).
 //
 // Note [Gradients as bucket views]
 // After finalize(), the .grad of a CPU parameter reduced in its own dtype is a view of its slice of the
@@ -67,16 +53,6 @@
 // copied back, in bucket order on every rank (Note [Bucket order]). Always dense: parameters, unlike
 // embedding gradients, have no zero rows. The buckets hold the reduction dtype (float32 for half
 // parameters), so half-precision parameters are averaged in float32.
-//
-// Note [bf16 gradient reduction]
-// With ReducerOptions::wire_dtype bf16 (--grad-reduce-dtype bf16) every allreduce of gradients — dense
-// buckets, the rows of a row-sparse bucket, late gradients — packs its float32 (or float64) values into a
-// bf16 copy (torch's .to(bfloat16): round to nearest, ties to even, inf stays inf), allreduce-sums that
-// copy (Note [bf16 reduction] in include/hpctrain/dist/comm.hpp: identical bits on every rank), and unpacks
-// it into the bucket, where the division by world_size happens in float32: dividing before packing would
-// round twice, and 1/world_size is exact only for powers of two. The late-gradient flags ride along: sums
-// of 0/1 flags are exact in bf16 up to 256 ranks and stay non-zero beyond. With one rank nothing travels,
-// so nothing is packed. Local SGD's parameter averages (Note [Local SGD]) and the row marks stay exact.
 
 // Note [Device buckets]
 // Buckets live where the communicator can reduce them (Comm::accepts, Note [Device buffers]): on the CPU for
@@ -106,192 +82,11 @@
 namespace hpctrain::ddp {
 namespace {
 
-// The dtype a parameter's gradient is reduced in: half precision is summed in float32.
-at::ScalarType reduction_dtype(at::ScalarType dtype) { return dtype == at::kDouble ? at::kDouble : at::kFloat; }
-
-dist::DType to_dist(at::ScalarType dtype) { return dtype == at::kDouble ? dist::DType::f64 : dist::DType::f32; }
-
-constexpr int64_t kRowSparseMinRows = 1024;
-
-// Note [Fenced collectives]: waits for the device work queued on a buffer, then tells ReducerOptions::on_fence.
-using Fence = std::function<void(const at::Tensor&)>;
-
-Fence make_fence(std::function<void(const at::Tensor&)> observe) {
-  return [observe = std::move(observe)](const at::Tensor& buffer) {
-    wait_for_queued_work(buffer.device());
-    if (observe) observe(buffer);
-  };
-}
-
-// A bucket's flat buffer, shared with the communication thread (which may outlive the reducer,
-// see CommThread::~CommThread).
-struct FlatBuffer {
-  at::Tensor values;       // CPU, 1-D: gradients, then (last bucket, overlap) late-gradient flags
-  dist::DType wire = dist::DType::f32;  // f32 (values' own dtype) or bf16 (Note [bf16 gradient reduction])
-  at::Tensor packed;       // bf16 wire: the bf16 copy of values sent to allreduce (kept between steps)
-  int64_t grad_numel = 0;  // elements that hold gradients; the rest are flags
-  int64_t rows = 0;        // > 0: the gradients are one [rows, grad_numel / rows] matrix reduced by rows
-  double seconds = 0;      // time of the last reduction (written by whoever reduced it)
-  int64_t bytes = 0;       // bytes passed to allreduce by the last reduction
-  // ZeRO (Note [ZeRO gradient reduction]): defined = reduce-scatter the first `padded` values into `slice`
-  at::Tensor slice;
-  int64_t padded = 0;
-  bool release = false;       // stage 2: drop `values` once reduced (allocated again by the next step's first write)
-  at::TensorOptions options;  // of `values`, to allocate it again
-  int64_t total = 0;          // numel of `values` (gradients, padding, flags)
-};
-
 // Whether two tensors are the same elements of the same memory (a .grad that already is its bucket slice).
 bool aliases(const at::Tensor& a, const at::Tensor& b) {
   return a.is_alias_of(b) && a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
          a.scalar_type() == b.scalar_type();
 }
-
-void allreduce_sum(dist::Comm& comm, const at::Tensor& values, const Fence& fence) {
-  fence(values);
-  comm.allreduce(values.data_ptr(), static_cast<std::size_t>(values.numel()), to_dist(values.scalar_type()),
-                 dist::ReduceOp::sum);
-}
-
-// Sums contiguous `values` over the ranks, sent as `wire`; returns the bytes passed to allreduce.
-// `scratch` keeps the bf16 copy between calls. Note [bf16 gradient reduction].
-int64_t allreduce_sum_as(dist::Comm& comm, const at::Tensor& values, dist::DType wire, at::Tensor& scratch,
-                         const Fence& fence) {
-  if (wire != dist::DType::bf16) {
-    allreduce_sum(comm, values, fence);
-    return values.nbytes();
-  }
-  const int64_t count = values.numel();
-  if (comm.world_size() == 1) return count * 2;
-  if (!scratch.defined() || scratch.numel() < count) scratch = at::empty({count}, values.options().dtype(at::kBFloat16));
-  at::Tensor packed = scratch.narrow(0, 0, count);
-  packed.copy_(values);
-  fence(packed);
-  comm.allreduce(packed.data_ptr(), static_cast<std::size_t>(count), dist::DType::bf16, dist::ReduceOp::sum);
-  values.copy_(packed);
-  return count * 2;
-}
-
-// One byte per row of a contiguous [rows, width] matrix: 1 where the row holds a non-zero (NaN counts as
-// non-zero, -0 as zero, as in grads.ne(0).any(1)), else 0. A row is read only up to the block holding its
-// first non-zero; untouched rows are read whole, in blocks the compiler vectorizes. On the DistilBERT
-// benchmark's 30522 x 256 embedding gradient ne(0).any(1), which materializes a boolean matrix first,
-// took 16 ms of the step on one thread; with this loop the whole row-sparse reduction takes under 3 ms.
-template <typename T>
-void mark_nonzero_rows(const T* values, int64_t rows, int64_t width, uint8_t* marks) {
-  constexpr int64_t kBlock = 64;
-  at::parallel_for(0, rows, 256, [&](int64_t first, int64_t last) {
-    for (int64_t row = first; row < last; ++row) {
-      const T* x = values + row * width;
-      uint8_t any = 0;
-      for (int64_t start = 0; start < width && !any; start += kBlock) {
-        const int64_t stop = std::min(width, start + kBlock);
-        for (int64_t j = start; j < stop; ++j) any |= static_cast<uint8_t>(x[j] != T(0));
-      }
-      marks[row] = any;
-    }
-  });
-}
-
-at::Tensor nonzero_rows(const at::Tensor& matrix) {
-  at::Tensor marks = at::empty({matrix.size(0)}, matrix.options().dtype(at::kByte));
-  AT_DISPATCH_FLOATING_TYPES(matrix.scalar_type(), "hpctrain_nonzero_rows", [&] {
-    mark_nonzero_rows(matrix.data_ptr<scalar_t>(), matrix.size(0), matrix.size(1), marks.data_ptr<uint8_t>());
-  });
-  return marks;
-}
-
-// Note [Row-sparse buckets]: false (nothing done) when the dense reduction is the cheaper one.
-bool reduce_rows(dist::Comm& comm, FlatBuffer& buffer, const Fence& fence) {
-  const int64_t width = buffer.grad_numel / buffer.rows;
-  const at::Tensor grads = buffer.values.narrow(0, 0, buffer.grad_numel).view({buffer.rows, width});
-  at::Tensor marks = nonzero_rows(grads);
-  fence(marks);
-  comm.allreduce(marks.data_ptr(), static_cast<std::size_t>(marks.numel()), dist::DType::u8, dist::ReduceOp::max);
-  buffer.bytes = marks.numel();
-  const at::Tensor rows = marks.nonzero().view(-1);
-  const int64_t selected = rows.numel();
-  if (selected * 2 > buffer.rows) return false;
-  const int64_t flags = buffer.values.numel() - buffer.grad_numel;
-  at::Tensor packed = at::empty({selected * width + flags}, buffer.values.options());
-  at::Tensor packed_rows = packed.narrow(0, 0, selected * width).view({selected, width});
-  at::index_select_out(packed_rows, grads, 0, rows);
-  packed.narrow(0, selected * width, flags).copy_(buffer.values.narrow(0, buffer.grad_numel, flags));
-  buffer.bytes += allreduce_sum_as(comm, packed, buffer.wire, buffer.packed, fence);
-  if (comm.world_size() > 1) packed_rows.div_(comm.world_size());
-  grads.index_copy_(0, rows, packed_rows);
-  buffer.values.narrow(0, buffer.grad_numel, flags).copy_(packed.narrow(0, selected * width, flags));
-  return true;
-}
-
-// Allreduce-sums `buffer` in place and divides its gradients by world_size; a span named after `what`
-// ("allreduce", "late allreduce") numbered by `bucket`, on whichever thread reduces it.
-// Ends with a fence: its device work is done when it returns (Note [Fenced collectives]).
-void reduce_in_place(dist::Comm& comm, FlatBuffer& buffer, const char* what, std::size_t bucket, const Fence& fence) {
-  span::Span reduction(what, "communication", static_cast<int64_t>(bucket));
-  buffer.bytes = 0;
-  if (buffer.slice.defined()) {  // Note [ZeRO gradient reduction]
-    buffer.bytes = reduce_scatter_mean(comm, buffer.values.narrow(0, 0, buffer.padded), buffer.slice, buffer.wire,
-                                       buffer.packed, fence);
-  } else if (buffer.rows == 0 || !reduce_rows(comm, buffer, fence)) {
-    buffer.bytes += allreduce_sum_as(comm, buffer.values, buffer.wire, buffer.packed, fence);
-    if (comm.world_size() > 1) buffer.values.narrow(0, 0, buffer.grad_numel).div_(comm.world_size());
-  }
-  fence(buffer.values);
-  if (buffer.release && buffer.values.numel() == buffer.padded) buffer.values = at::Tensor();  // stage 2, no flags
-  buffer.seconds = reduction.stop();
-}
-
-// A bucket's buffer; under ZeRO stage 2 allocated again (zeros: the padding must stay 0) when it was released.
-at::Tensor& ensure_values(FlatBuffer& buffer) {
-  if (!buffer.values.defined()) buffer.values = at::zeros({buffer.total}, buffer.options);
-  return buffer.values;
-}
-
-// One parameter of a bucket as the parameter all-gather sees it (a job owns copies: Note [Bucket order]).
-struct GatheredParameter {
-  at::Tensor param;
-  int64_t offset = 0;       // in the bucket's buffer
-  dist::ZeroSegment own;    // this rank's segment
-};
-
-// Note [ZeRO gradient reduction]: this rank's updated segments into the bucket's buffer, the all-gather, every
-// parameter back from the buffer; stage 2 drops the buffer again.
-void allgather_bucket(dist::Comm& comm, FlatBuffer& buffer, const std::vector<GatheredParameter>& params,
-                      std::size_t bucket, const Fence& fence) {
-  span::Span gather("parameter allgather", "communication", static_cast<int64_t>(bucket));
-  at::NoGradGuard no_grad;
-  const at::Tensor values = ensure_values(buffer);
-  for (const GatheredParameter& p : params) {
-    if (p.own.numel() == 0) continue;
-    values.narrow(0, p.offset + p.own.begin, p.own.numel())
-        .copy_(p.param.detach().reshape(-1).narrow(0, p.own.begin, p.own.numel()));
-  }
-  allgather_slices(comm, values.narrow(0, 0, buffer.padded), fence);
-  for (const GatheredParameter& p : params)
-    p.param.detach().copy_(values.narrow(0, p.offset, p.param.numel()).view(p.param.sizes()));
-  if (buffer.release) buffer.values = at::Tensor();
-}
-
-struct ParamSlot {
-  std::string name;
-  at::Tensor param;
-  std::size_t bucket = 0;
-  int64_t offset = 0;  // elements into the bucket's buffer
-  unsigned hook = 0;
-  int fired = 0;         // hook calls in this step
-  at::Tensor late;       // gradient that arrived after the bucket was launched (see Note [Bucket order])
-  bool reported = false;  // already named in an unused-parameter warning
-};
-
-struct BucketState {
-  dist::Bucket params;  // indices into the reducer's parameters, in buffer order
-  std::shared_ptr<FlatBuffer> buffer;
-  std::shared_ptr<CopyFence> filled = std::make_shared<CopyFence>();  // its gradients' copies (Note [Device buckets])
-  std::size_t pending = 0;  // parameters whose hook has not fired yet in this step
-  bool launched = false;
-  uint64_t ticket = 0;  // CommThread ticket of its reduction (overlap)
-};
 
 void validate_parameter(const std::string& name, const at::Tensor& param, std::unordered_set<const void*>& seen) {
   HPCTRAIN_CHECK(param.defined(), "GradientReducer: parameter '{}' is undefined", name);
@@ -308,58 +103,23 @@ void validate_parameter(const std::string& name, const at::Tensor& param, std::u
                  "GradientReducer: parameter '{}' is registered twice; pass shared (tied) weights once", name);
 }
 
+// ReducerOptions::buckets: every parameter exactly once, one reduction dtype per bucket.
+std::vector<dist::Bucket> checked_buckets(const std::vector<dist::Bucket>& buckets, const std::vector<int>& dtypes) {
+  std::vector<int> seen(dtypes.size(), 0);
+  for (const dist::Bucket& bucket : buckets) {
+    HPCTRAIN_CHECK(!bucket.empty(), "GradientReducer: ReducerOptions::buckets holds an empty bucket");
+    for (std::size_t index : bucket) {
+      HPCTRAIN_CHECK(index < dtypes.size() && seen[index]++ == 0 && dtypes[index] == dtypes[bucket.front()],
+                     "GradientReducer: ReducerOptions::buckets must hold each of the {} parameters once, one dtype per "
+                     "bucket (index {})", dtypes.size(), index);
+    }
+  }
+  for (std::size_t i = 0; i < seen.size(); ++i)
+    HPCTRAIN_CHECK(seen[i] == 1, "GradientReducer: ReducerOptions::buckets leaves parameter {} out", i);
+  return buckets;
+}
+
 }  // namespace
-
-struct GradientReducer::Impl {
-  Impl(dist::Comm& caller_comm, NamedTensors named_parameters, const ReducerOptions& options);
-  ~Impl();
-
-  void on_gradient(std::size_t index, const at::Tensor& grad);
-  std::string finalize();
-
-  void place_buckets();
-  at::Tensor slot_view(const ParamSlot& slot) const;
-  void start_slot(ParamSlot& slot, const at::Tensor& slot_values, const at::Tensor& grad);
-  void launch_ready_buckets();
-  void launch(std::size_t bucket_index);
-  void complete_missing_parameters();
-  void reduce_late_gradients();
-  void write_averages_to_grads();
-  void reset_step();
-  std::string unused_warning();
-  void average_parameters();
-  void enable_zero(int stage, const std::vector<int64_t>& alignments);
-  void start_parameter_allgather(std::size_t bucket);
-  void wait_parameter_allgathers();
-  at::Tensor& bucket_values(std::size_t bucket) const;
-  void release_launched_grads(std::size_t firing);
-  void reduce_zero_flags();
-
-  std::shared_ptr<dist::Comm> comm;  // private duplicate; see Note [Bucket order]
-  Fence fence;                       // Note [Fenced collectives]
-  BucketPlace place = BucketPlace::host;
-  bool overlap = false;
-  at::Device device{at::kCPU};          // the parameters' device
-  at::TensorOptions bucket_place;       // where buckets live (Note [Device buckets])
-  CopyFence copied_back;                // the last step's averages copied into device .grads
-  std::vector<ParamSlot> params;
-  std::vector<BucketState> buckets;
-  std::vector<dist::Bucket> assignment;
-  std::size_t late_flags = 0;     // flags after the last bucket's gradients
-  std::size_t next_launch = 0;    // first bucket not launched in this step
-  bool sync = true;
-  bool step_active = false;       // a hook fired since the last finalize()
-  std::vector<std::size_t> unused_indices;  // parameters without a gradient in the last synced step
-  std::vector<std::string> unused_last_step;
-  std::string pending_warnings;
-  ReducerStats last_step, total;
-  int zero_stage = 0;                    // Note [ZeRO gradient reduction]
-  std::vector<GradientReducer::Shard> shards;  // ZeRO: this rank's segment of each parameter
-  std::vector<std::size_t> grads_to_release;   // stage 2: parameters of launched buckets whose .grad can go
-  uint64_t allgather_ticket = 0;               // the last parameter all-gather queued on the communication thread
-  mutable std::mutex mutex;       // hooks may run on autograd's device threads
-  std::unique_ptr<CommThread> comm_thread;  // last: destroyed (joined) first
-};
 
 GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_parameters, const ReducerOptions& options)
     : comm(caller_comm.duplicate()), fence(make_fence(options.on_fence)) {
@@ -384,7 +144,9 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     slot.param = std::move(param);
     params.push_back(std::move(slot));
   }
-  assignment = dist::assign_buckets(sizes_bytes, groups, options.first_bucket_bytes, options.bucket_bytes);
+  assignment = options.buckets.empty()
+                   ? dist::assign_buckets(sizes_bytes, groups, options.first_bucket_bytes, options.bucket_bytes)
+                   : checked_buckets(options.buckets, groups);
   place_buckets();
   if (place == BucketPlace::none) return;  // one rank: .grad is already the average, nothing to copy
 
@@ -408,10 +170,8 @@ GradientReducer::Impl::Impl(dist::Comm& caller_comm, NamedTensors named_paramete
     bucket.buffer->total = numel + (is_last ? static_cast<int64_t>(late_flags) : 0);
     bucket.buffer->values = at::zeros({bucket.buffer->total}, bucket.buffer->options);
     const at::Tensor& only = params[bucket.params.front()].param;
-    if (bucket_place.device().is_cpu() && bucket.params.size() == 1 && only.dim() == 2 && only.size(0) >= kRowSparseMinRows &&
-        only.size(0) >= 8 * only.size(1)) {
-      bucket.buffer->rows = only.size(0);  // Note [Row-sparse buckets]
-    }
+    if (bucket.params.size() == 1 && reduce_by_rows(only, bucket_place.device()))
+      bucket.buffer->rows = only.size(0);  // Note [Row-sparse buckets] in bucket_reduce.cpp
     buckets.push_back(std::move(bucket));
   }
 
@@ -686,100 +446,6 @@ void GradientReducer::Impl::average_parameters() {
     fence(sums);
     for (std::size_t index : bucket.params) params[index].param.copy_(slot_view(params[index]));
   }
-}
-
-// Note [ZeRO gradient reduction]
-// With ZeRO (enable_zero; layout: Note [ZeRO slices] in src/dist/zero_slices.cpp) each bucket is
-// reduce-scattered instead of allreduced, on the same communication thread, in the same order, overlapping
-// backward as before (Note [Bucket order]); with --grad-reduce-dtype bf16 it is packed and summed with the
-// same bf16 operation, so each slice has the bits stage 0's allreduce gives those elements. Row-sparse
-// reduction is off (a dense reduce-scatter). The late-gradient flags get an allreduce of their own after
-// the last bucket (they cannot ride in a bucket every rank receives only a slice of). After finalize() the
-// averages exist only as this rank's slices (gradient_slices(), one per bucket, 1/world_size of it): .grad
-// is left undefined. What the buckets hold during backward:
-//   stage 1: every bucket buffer is allocated once and kept (full size, as stage 0's), and between steps it
-//            carries the all-gathered parameter values;
-//   stage 2: a bucket's buffer exists from the first gradient copied into it in a step until its
-//            reduce-scatter ends (the communication thread drops it; finalize() drops the last ones), so at
-//            any time only the buckets being filled or in flight hold memory; the parameter all-gathers
-//            borrow one bucket at a time.
-// The parameter all-gather (start_parameter_allgather) is one job per bucket on the same communication
-// thread, queued by ZeroOptimizer as soon as that bucket's segments are updated, so it overlaps the update
-// of the next bucket; without overlap it runs on the caller's thread. Autograd's own per-parameter gradient (.grad after AccumulateGrad) is
-//            dropped at the next hook once its bucket is launched (on one device the engine runs hooks and
-//            AccumulateGrad in order), so full-size gradients do not pile up during backward either.
-// Gradient accumulation is unchanged: micro-batches with sync off accumulate in .grad locally (full size),
-// and the synced backward folds that into its bucket.
-void GradientReducer::Impl::enable_zero(int stage, const std::vector<int64_t>& alignments) {
-  std::lock_guard<std::mutex> lock(mutex);
-  HPCTRAIN_CHECK(stage == 1 || stage == 2, "GradientReducer::enable_zero: stage {}: expected 1 or 2", stage);
-  HPCTRAIN_CHECK(!step_active && zero_stage == 0, "GradientReducer::enable_zero: call once, before the first backward");
-  HPCTRAIN_CHECK(place != BucketPlace::none && comm->world_size() > 1,
-                 "GradientReducer::enable_zero: needs more than one rank (world_size {})", comm->world_size());
-  HPCTRAIN_CHECK(alignments.size() == params.size(), "GradientReducer::enable_zero: {} alignments for {} parameters",
-                 alignments.size(), params.size());
-  zero_stage = stage;
-  shards.assign(params.size(), GradientReducer::Shard{});
-  for (std::size_t b = 0; b < buckets.size(); ++b) {
-    std::vector<int64_t> numels, aligns;
-    for (std::size_t index : buckets[b].params) {
-      numels.push_back(params[index].param.numel());
-      aligns.push_back(alignments[index]);
-    }
-    const dist::ZeroBucketLayout layout = dist::zero_bucket_layout(numels, aligns, comm->world_size());
-    const std::vector<dist::ZeroSegment> segments = dist::zero_segments(layout, numels, comm->rank());
-    for (std::size_t i = 0; i < buckets[b].params.size(); ++i) {
-      const std::size_t index = buckets[b].params[i];
-      params[index].offset = layout.offsets[i];
-      shards[index] = GradientReducer::Shard{b, segments[i]};
-    }
-    FlatBuffer& buffer = *buckets[b].buffer;
-    buffer.rows = 0;  // dense: Note [ZeRO gradient reduction]
-    buffer.grad_numel = buffer.padded = layout.padded_numel;
-    buffer.total = layout.padded_numel + (b + 1 == buckets.size() ? static_cast<int64_t>(late_flags) : 0);
-    buffer.slice = at::zeros({layout.slice_numel}, buffer.options);
-    buffer.release = stage == 2;
-    buffer.values = stage == 2 ? at::Tensor() : at::zeros({buffer.total}, buffer.options);
-  }
-}
-
-// Stage 2: the .grad autograd left on parameters of launched buckets (their gradients are in the buckets).
-void GradientReducer::Impl::release_launched_grads(std::size_t firing) {
-  for (std::size_t index : grads_to_release)
-    if (index != firing) params[index].param.mutable_grad() = at::Tensor();
-  grads_to_release.clear();
-}
-
-// ZeRO: the late-gradient flags, which stage 0 sends inside the last bucket, summed on their own.
-void GradientReducer::Impl::reduce_zero_flags() {
-  if (late_flags == 0) return;
-  const FlatBuffer& last = *buckets.back().buffer;
-  const at::Tensor flags = last.values.narrow(0, last.padded, static_cast<int64_t>(late_flags));
-  allreduce_sum(*comm, flags, fence);
-  last_step.bytes_reduced += flags.nbytes();
-}
-
-void GradientReducer::Impl::start_parameter_allgather(std::size_t bucket) {
-  std::lock_guard<std::mutex> lock(mutex);
-  HPCTRAIN_CHECK(zero_stage > 0 && !step_active && bucket < buckets.size(),
-                 "GradientReducer::start_parameter_allgather({}): needs ZeRO, a bucket below {}, between steps", bucket,
-                 buckets.size());
-  copied_back.wait();
-  std::vector<GatheredParameter> gathered;
-  for (std::size_t index : buckets[bucket].params)
-    gathered.push_back(GatheredParameter{params[index].param, params[index].offset, shards[index].segment});
-  if (!overlap) {
-    allgather_bucket(*comm, *buckets[bucket].buffer, gathered, bucket, fence);
-    return;
-  }
-  allgather_ticket = comm_thread->submit([shared_comm = comm, buffer = buckets[bucket].buffer,
-                                          gathered = std::move(gathered), bucket, job_fence = fence] {
-    allgather_bucket(*shared_comm, *buffer, gathered, bucket, job_fence);
-  });
-}
-
-void GradientReducer::Impl::wait_parameter_allgathers() {
-  if (overlap && allgather_ticket > 0) comm_thread->wait(allgather_ticket);
 }
 
 GradientReducer::GradientReducer(dist::Comm& comm, NamedTensors named_parameters, ReducerOptions options)

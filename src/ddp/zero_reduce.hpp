@@ -1,4 +1,4 @@
-// ZeRO's two bucket collectives (Note [ZeRO gradient reduction] in src/ddp/gradient_reducer.cpp): the
+// ZeRO's two bucket collectives (Note [ZeRO gradient reduction] in src/ddp/zero_reduce.cpp): the
 // reduce-scatter of a gradient bucket into this rank's slice, and the all-gather of updated parameter
 // slices. Internal to src/ddp.
 #pragma once

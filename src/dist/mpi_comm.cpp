@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -140,7 +141,16 @@ struct Slot {
   std::atomic<bool> used{false};
   std::atomic<bool> inside{false};
   std::atomic<int64_t> comm_id{0}, kind{0}, entered{0}, completed{0}, changed_ms{0};
+  std::atomic<const char*> label{nullptr};  // Comm::set_label, interned (never freed)
 };
+
+// Comm::set_label's texts, kept for the process's lifetime so that the watchdog may read a slot's label any time.
+const char* intern_label(const std::string& label) {
+  static std::mutex mutex;
+  static std::set<std::string> labels;
+  std::lock_guard<std::mutex> lock(mutex);
+  return labels.insert(label).first->c_str();
+}
 Slot g_slots[kMaxTracked];
 std::atomic<int64_t> g_next_comm_id{0};
 std::atomic<int64_t> g_timeout_ms{static_cast<int64_t>(kDefaultCollectiveTimeoutSeconds * 1000)};
@@ -149,7 +159,7 @@ Slot* claim_slot() {
   const int64_t id = g_next_comm_id.fetch_add(1);
   for (Slot& slot : g_slots) {
     if (slot.used.exchange(true)) continue;
-    slot.comm_id = id, slot.inside = false, slot.kind = 0, slot.entered = 0, slot.completed = 0;
+    slot.comm_id = id, slot.inside = false, slot.kind = 0, slot.entered = 0, slot.completed = 0, slot.label = nullptr;
     slot.changed_ms = steady_ms();
     return &slot;
   }
@@ -167,6 +177,7 @@ std::vector<stall::CommState> local_states() {
     state.comm_id = slot.comm_id.load(), state.kind = static_cast<stall::Kind>(slot.kind.load());
     state.entered = slot.entered.load(), state.completed = slot.completed.load();
     state.seconds = static_cast<double>(now - slot.changed_ms.load()) / 1000;
+    if (const char* label = slot.label.load()) state.label = label;
     states.push_back(state);
   }
   return states;
@@ -290,6 +301,10 @@ class MpiComm final : public Comm {
   void set_collective_timeout(double seconds) override {
     HPCTRAIN_CHECK(seconds >= 0 && seconds <= 1e9, "collective timeout {} s: expected 0 (off) <= seconds <= 1e9", seconds);
     g_timeout_ms = static_cast<int64_t>(seconds * 1000);
+  }
+
+  void set_label(const std::string& label) override {
+    if (slot_ != nullptr) slot_->label.store(label.empty() ? nullptr : intern_label(label));
   }
 
   std::unique_ptr<Comm> duplicate() override {

@@ -74,7 +74,7 @@ std::vector<CommState> decode(const std::vector<int64_t>& words) {
   for (std::size_t i = 0; i < words.size(); i += kWordsPerComm) {
     const bool known_kind = words[i + 2] >= 0 && words[i + 2] <= static_cast<int64_t>(Kind::allgather);
     comms.push_back({words[i], words[i + 1] != 0, known_kind ? static_cast<Kind>(words[i + 2]) : Kind::none,
-                     words[i + 3], words[i + 4], static_cast<double>(words[i + 5]) / 1000});
+                     words[i + 3], words[i + 4], static_cast<double>(words[i + 5]) / 1000, {}});
   }
   return comms;
 }
@@ -101,8 +101,9 @@ std::string message(const CommState& stalled, double timeout_seconds, const std:
     else if (state == nullptr) missing.push_back(fmt::format("rank {} (no such communicator)", rank));
     else missing.push_back(fmt::format("rank {} ({}){}", rank, not_arrived_detail(*state), elsewhere(ranks[r], stalled.comm_id)));
   }
-  std::string text = fmt::format("collective timeout: {} did not complete within {:g} s; waiting: {}",
-                                 collective_name(stalled.kind, stalled.entered, stalled.comm_id), timeout_seconds,
+  const std::string what = stalled.label.empty() ? "" : fmt::format(" ({})", stalled.label);
+  std::string text = fmt::format("collective timeout: {}{} did not complete within {:g} s; waiting: {}",
+                                 collective_name(stalled.kind, stalled.entered, stalled.comm_id), what, timeout_seconds,
                                  ranks_text(waiting_ranks(stalled, ranks)));
   if (!missing.empty()) text += fmt::format("; not arrived: {}", fmt::join(missing, ", "));
   if (!completed.empty()) text += fmt::format("; already past it: {}", ranks_text(completed));

@@ -21,6 +21,7 @@ struct CommState {
   int64_t entered = 0;    // its number on this communicator (1 = the first)
   int64_t completed = 0;  // number of the last collective that returned
   double seconds = 0;     // since `entered` (inside) or since `completed` returned (not inside)
+  std::string label;      // what the communicator does (Comm::set_label); this rank's own only, never sent
 };
 
 struct RankState {

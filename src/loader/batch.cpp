@@ -52,6 +52,11 @@ Batch collate_text(const data::TextExamples& examples, const std::vector<data::S
   auto* ids = batch.input_ids.data_ptr<int64_t>();
   auto* mask = batch.attention_mask.data_ptr<int64_t>();
   auto* types = batch.token_type_ids.data_ptr<int64_t>();
+  int64_t* targets = nullptr;
+  if (examples.has_loss_mask()) {
+    batch.loss_mask = torch::zeros({size, length}, torch::kLong);
+    targets = batch.loss_mask.data_ptr<int64_t>();
+  }
   int64_t* places = nullptr;
   if (examples.has_document_starts()) {
     batch.position_ids = torch::zeros({size, length}, torch::kLong);
@@ -63,6 +68,7 @@ Batch collate_text(const data::TextExamples& examples, const std::vector<data::S
       ids[i * length + t] = examples.input_ids[first + t];
       mask[i * length + t] = 1;
       if (examples.has_token_type_ids()) types[i * length + t] = examples.token_type_ids[first + t];
+      if (targets != nullptr) targets[i * length + t] = examples.loss_mask[first + t];
     }
     if (places != nullptr) fill_document_positions(examples.document_start.data() + first, count, places + i * length, length);
   }
@@ -99,8 +105,8 @@ Batch collate_images(const data::ImageExamples& examples, const std::vector<data
 }
 
 Batch pin_memory(Batch batch) {
-  for (torch::Tensor* tensor : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids, &batch.position_ids,
-                                &batch.pixel_values, &batch.labels, &batch.example_index, &batch.is_padding})
+  for (torch::Tensor* tensor : {&batch.input_ids, &batch.attention_mask, &batch.token_type_ids, &batch.loss_mask,
+                                &batch.position_ids, &batch.pixel_values, &batch.labels, &batch.example_index, &batch.is_padding})
     if (tensor->defined()) *tensor = tensor->pin_memory();
   return batch;
 }

@@ -95,7 +95,8 @@ int64_t estimate_bytes(const data::DatasetReader& reader, const std::string& spl
   if (reader.task() == data::Task::image_classification) {
     return (end - begin) * (info.channels * info.height * info.width + kPerExample);
   }
-  const int64_t bytes_per_token = sizeof(int32_t) + (info.has_token_type_ids ? 1 : 0) + (info.has_document_starts ? 1 : 0);
+  const int64_t bytes_per_token = sizeof(int32_t) + (info.has_token_type_ids ? 1 : 0) +
+                                  (info.has_document_starts ? 1 : 0) + (info.has_loss_mask ? 1 : 0);
   return reader.count_tokens(split, begin, end) * bytes_per_token + (end - begin) * kPerExample;
 }
 

@@ -123,13 +123,16 @@ void BertForSequenceClassification::init_weights() {
 ModelOutput BertForSequenceClassification::forward(const ModelInputs& inputs) {
   HPCTRAIN_CHECK(inputs.input_ids.defined() && inputs.input_ids.dim() == 2,
                  "BERT: input_ids must be an int64 tensor [batch, sequence]");
-  at::Tensor hidden = bert->embeddings->forward(inputs.input_ids, inputs.token_type_ids);
+  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids, [&](const at::Tensor& ids) {
+    return bert->embeddings->forward(ids, inputs.token_type_ids);
+  });
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& layer : bert->layers) hidden = run_layer(*layer, hidden, context);
-  at::Tensor pooled = at::tanh(bert->pooler->forward(hidden.select(1, 0)));
-  pooled = detail::seeded_dropout(pooled, settings_.effective_classifier_dropout(), is_training());
   ModelOutput out;
-  out.logits = classifier->forward(pooled);
+  out.logits = run_unit(UnitKind::head, hidden, [&](const at::Tensor& last) {
+    const at::Tensor pooled = at::tanh(bert->pooler->forward(last.select(1, 0)));
+    return classifier->forward(detail::seeded_dropout(pooled, settings_.effective_classifier_dropout(), is_training()));
+  });
   if (inputs.labels.defined()) out.loss = classification_loss(out.logits, inputs.labels, config().common.problem_type);
   return out;
 }
@@ -144,6 +147,11 @@ const ModelSpec& BertForSequenceClassification::spec() const {
                               {"cls."},
                               {"embeddings.position_ids", "embeddings.token_type_ids"}};
   return spec;
+}
+
+std::vector<torch::nn::Module*> BertForSequenceClassification::unit_modules(UnitKind kind) {
+  if (kind == UnitKind::embeddings) return {bert->embeddings.get()};
+  return {bert->pooler.get(), classifier.get()};
 }
 
 std::vector<TransformerLayer*> BertForSequenceClassification::transformer_layers() {

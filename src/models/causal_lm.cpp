@@ -40,7 +40,7 @@ TokenLossSum causal_lm_loss_sum(const at::Tensor& logits, const at::Tensor& labe
 
 ModelOutput CausalLM::forward(const ModelInputs& inputs) {
   ModelOutput out;
-  out.logits = head().logits(hidden_states(inputs));
+  out.logits = run_unit(UnitKind::head, hidden_states(inputs), [&](const at::Tensor& hidden) { return head().logits(hidden); });
   if (inputs.labels.defined()) {
     const TokenLossSum loss = causal_lm_loss_sum(out.logits, inputs.labels);
     out.loss = loss.sum / loss.count.to(at::kFloat);
@@ -51,14 +51,25 @@ ModelOutput CausalLM::forward(const ModelInputs& inputs) {
 TokenLossSum CausalLM::next_token_loss(const ModelInputs& inputs, int64_t chunk_tokens) {
   HPCTRAIN_CHECK(inputs.labels.defined(), "{}: next_token_loss needs labels", spec().architecture);
   check_labels(inputs.labels, inputs.input_ids.sizes());
-  return linear_cross_entropy(hidden_states(inputs), head(), shift_labels(inputs.labels), chunk_tokens);
+  // The head runs as a unit (Note [Unit hooks]): ZeRO-3 gathers its weight around the chunked loss, which reads it.
+  const at::Tensor targets = shift_labels(inputs.labels);
+  TokenLossSum out;
+  out.sum = run_unit(UnitKind::head, hidden_states(inputs), [&](const at::Tensor& hidden) {
+    TokenLossSum loss = linear_cross_entropy(hidden, head(), targets, chunk_tokens);
+    out.count = loss.count;
+    return loss.sum;
+  });
+  return out;
 }
 
 at::Tensor CausalLM::next_token_losses(const ModelInputs& inputs, int64_t chunk_tokens) {
   HPCTRAIN_CHECK(inputs.labels.defined(), "{}: next_token_losses needs labels", spec().architecture);
   check_labels(inputs.labels, inputs.input_ids.sizes());
   at::NoGradGuard no_grad;
-  return linear_cross_entropy_per_target(hidden_states(inputs), head(), shift_labels(inputs.labels), chunk_tokens);
+  const at::Tensor targets = shift_labels(inputs.labels);
+  return run_unit(UnitKind::head, hidden_states(inputs), [&](const at::Tensor& hidden) {
+    return linear_cross_entropy_per_target(hidden, head(), targets, chunk_tokens);
+  });
 }
 
 }  // namespace hpctrain::models

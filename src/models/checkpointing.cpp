@@ -30,7 +30,9 @@ namespace hpctrain::models {
 // drawn from the default generator (Note [Counter-based dropout]); restoring the generator state
 // before the recomputation draws the same seeds, so the recomputed layer is the same function. After
 // the recomputation the generator is put back as it was, so later draws do not change either.
-// The layer is referenced by address (not owned): a model outlives the backward of its own forward.
+// The layer and the rest of the layer runner chain (Note [Layer runner chain] in model.hpp) are referenced by
+// address (not owned): a model outlives the backward of its own forward, and its links do not change meanwhile.
+// The recomputation runs the rest of the chain, not just the layer: a link inside checkpointing runs again.
 
 namespace {
 
@@ -106,20 +108,22 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
   // `context` is not an autograd input (none of its tensors needs grad): apply() passes it through as it is.
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
-                            const LayerContext& context, TransformerLayer* layer) {
+                            const LayerContext& context, TransformerLayer* layer, const LayerRunner* next) {
     const GeneratorStates generators = GeneratorStates::capture(hidden.device());
     ctx->save_for_backward({hidden});
     save_layer_context(ctx, context);
     ctx->saved_data["layer"] = reinterpret_cast<int64_t>(layer);  // not owned: see Note [Layer checkpointing]
+    ctx->saved_data["next"] = reinterpret_cast<int64_t>(next);    // the rest of the chain (Note [Layer runner chain])
     ctx->saved_data["cpu_generator"] = generators.cpu;
     ctx->saved_data["device_generator"] = generators.device;
     save_autocast(ctx, compat::AutocastState::current());
-    return layer->forward(hidden, context);
+    return (*next)(*layer, hidden, context);
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto* layer = reinterpret_cast<TransformerLayer*>(ctx->saved_data["layer"].toInt());
+    const auto* next = reinterpret_cast<const LayerRunner*>(ctx->saved_data["next"].toInt());
     const auto saved = ctx->get_saved_variables();
     const at::Tensor input = saved[0].detach().requires_grad_(true);
     GeneratorStates generators;
@@ -132,19 +136,19 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       generators.restore();
       compat::AutocastStateGuard same_autocast(saved_autocast(ctx));
       at::AutoGradMode grad_on(true);
-      output = layer->forward(input, saved_layer_context(ctx));
+      output = (*next)(*layer, input, saved_layer_context(ctx));
       now.restore();
     }
     torch::autograd::backward({output}, {grad_outputs[0]});
-    return {input.grad(), at::Tensor(), at::Tensor()};
+    return {input.grad(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
 }  // namespace
 
-LayerRunner checkpointing_layer_runner() {
-  return [](TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
-    if (!at::GradMode::is_enabled()) return layer.forward(hidden, context);
+LayerLink checkpointing_layer_link() {
+  return [](TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context, const LayerRunner& next) {
+    if (!at::GradMode::is_enabled()) return next(layer, hidden, context);
     // A frozen embedding (Note [LoRA]) gives an input without grad, and a Function whose inputs need none records
     // nothing: when the layer itself trains, a detached input that requires grad stands in for it (transformers'
     // enable_input_require_grads), so this layer is checkpointed too. Nothing before it trains, so nothing is cut.
@@ -152,14 +156,14 @@ LayerRunner checkpointing_layer_runner() {
       for (const auto& param : layer.parameters()) if (param.requires_grad()) return true;
       return false;
     }();
-    if (!layer_trains) return layer.forward(hidden, context);
+    if (!layer_trains) return next(layer, hidden, context);
     const at::Tensor input = hidden.requires_grad() ? hidden : hidden.detach().requires_grad_(true);
-    return CheckpointedLayer::apply(input, context, &layer);
+    return CheckpointedLayer::apply(input, context, &layer, &next);
   };
 }
 
 void set_gradient_checkpointing(Model& model, bool enabled) {
-  model.set_layer_runner(enabled ? checkpointing_layer_runner() : LayerRunner());
+  model.set_layer_link(LayerLinkPlace::checkpointing, enabled ? checkpointing_layer_link() : LayerLink());
 }
 
 }  // namespace hpctrain::models

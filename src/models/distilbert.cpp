@@ -118,13 +118,15 @@ void DistilBertForSequenceClassification::init_weights() {
 ModelOutput DistilBertForSequenceClassification::forward(const ModelInputs& inputs) {
   HPCTRAIN_CHECK(inputs.input_ids.defined() && inputs.input_ids.dim() == 2,
                  "DistilBERT: input_ids must be an int64 tensor [batch, sequence]");
-  at::Tensor hidden = distilbert->embeddings->forward(inputs.input_ids);
+  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
+                               [&](const at::Tensor& ids) { return distilbert->embeddings->forward(ids); });
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& layer : distilbert->layers) hidden = run_layer(*layer, hidden, context);
-  at::Tensor pooled = at::relu(pre_classifier->forward(hidden.select(1, 0)));
-  pooled = detail::seeded_dropout(pooled, settings_.seq_classif_dropout, is_training());
   ModelOutput out;
-  out.logits = classifier->forward(pooled);
+  out.logits = run_unit(UnitKind::head, hidden, [&](const at::Tensor& last) {
+    const at::Tensor pooled = at::relu(pre_classifier->forward(last.select(1, 0)));
+    return classifier->forward(detail::seeded_dropout(pooled, settings_.seq_classif_dropout, is_training()));
+  });
   if (inputs.labels.defined()) out.loss = classification_loss(out.logits, inputs.labels, config().common.problem_type);
   return out;
 }
@@ -139,6 +141,11 @@ const ModelSpec& DistilBertForSequenceClassification::spec() const {
                               {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."},
                               {"embeddings.position_ids"}};
   return spec;
+}
+
+std::vector<torch::nn::Module*> DistilBertForSequenceClassification::unit_modules(UnitKind kind) {
+  if (kind == UnitKind::embeddings) return {distilbert->embeddings.get()};
+  return {pre_classifier.get(), classifier.get()};
 }
 
 std::vector<TransformerLayer*> DistilBertForSequenceClassification::transformer_layers() {

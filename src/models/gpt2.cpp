@@ -30,7 +30,9 @@ Gpt2Conv1D::Gpt2Conv1D(int64_t in_features, int64_t out_features) {
 }
 
 at::Tensor Gpt2Conv1D::forward(const at::Tensor& x) {
-  // As transformers' Conv1D (addmm also under autocast, so bf16 regions cast the bias as there).
+  // As transformers' Conv1D (addmm also under autocast, so bf16 regions cast the bias as there); a quantized base
+  // computes x Wᵀ + b from W [out, in] (Note [Quantized base]).
+  if (base_quantized()) return with_lora(quantized_base_output(x, bias), x, is_training());
   std::vector<int64_t> shape = x.sizes().vec();
   shape.back() = weight.size(1);
   return with_lora(at::addmm(bias, x.reshape({-1, x.size(-1)}), weight).view(shape), x, is_training());
@@ -125,7 +127,8 @@ void GPT2LMHeadModel::init_weights() {
 
 at::Tensor GPT2LMHeadModel::hidden_states(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, "GPT-2");
-  at::Tensor hidden = embed(inputs.input_ids, 0, inputs.position_ids);
+  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
+                               [&](const at::Tensor& ids) { return embed(ids, 0, inputs.position_ids); });
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& block : transformer->h) hidden = run_layer(*block, hidden, context);
   return detail::norm_in_fp32(transformer->ln_f, hidden);
@@ -153,6 +156,11 @@ at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_pos
 }
 
 const ModelSpec& GPT2LMHeadModel::spec() const { return spec_; }
+
+std::vector<torch::nn::Module*> GPT2LMHeadModel::unit_modules(UnitKind kind) {
+  if (kind == UnitKind::embeddings) return {transformer->wte.get(), transformer->wpe.get()};
+  return {lm_head.is_empty() ? static_cast<torch::nn::Module*>(transformer->wte.get()) : lm_head.get()};  // Note [Tied head]
+}
 
 std::vector<TransformerLayer*> GPT2LMHeadModel::transformer_layers() {
   std::vector<TransformerLayer*> out;

@@ -199,7 +199,8 @@ void LlamaForCausalLM::init_weights() {
 
 at::Tensor LlamaForCausalLM::hidden_states(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, spec_.architecture.c_str());
-  at::Tensor hidden = model->embed_tokens->forward(inputs.input_ids);
+  at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
+                               [&](const at::Tensor& ids) { return model->embed_tokens->forward(ids); });
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, context);
   return model->norm->forward(hidden);
@@ -215,6 +216,11 @@ at::Tensor LlamaForCausalLM::forward_cached(const at::Tensor& input_ids, KvCache
 }
 
 const ModelSpec& LlamaForCausalLM::spec() const { return spec_; }
+
+std::vector<torch::nn::Module*> LlamaForCausalLM::unit_modules(UnitKind kind) {
+  if (kind == UnitKind::embeddings) return {model->embed_tokens.get()};
+  return {lm_head.is_empty() ? static_cast<torch::nn::Module*>(model->embed_tokens.get()) : lm_head.get()};  // Note [Tied head]
+}
 
 std::vector<TransformerLayer*> LlamaForCausalLM::transformer_layers() {
   std::vector<TransformerLayer*> out;

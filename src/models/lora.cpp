@@ -6,6 +6,7 @@
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/causal_lm.hpp"
+#include "hpctrain/models/quantized_linear.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 #include "models/dropout.hpp"
 
@@ -210,6 +211,40 @@ LoraConfig LoraConfig::from_peft_json(const nlohmann::json& json, const std::str
   return config;
 }
 
+int64_t LoraTarget::in_features() const { return quantized_ ? quantized_->shape()[1] : stored_in_features(); }
+int64_t LoraTarget::out_features() const { return quantized_ ? quantized_->shape()[0] : stored_out_features(); }
+
+void LoraTarget::quantize_base(const Quant4Options& options, const std::string& name) {
+  HPCTRAIN_CHECK(!quantized_, "--quantize-base: '{}' is quantized already", name);
+  at::Tensor& weight = base_weight();
+  HPCTRAIN_CHECK(!weight.requires_grad(), "--quantize-base: '{}' trains (a module to save): only frozen weights are "
+                 "quantized", name);
+  // transformers' Bnb4bitQuantize quantizes a Conv1D weight transposed, [out, in] (Note [Quantized base])
+  const at::Tensor out_in = fan_in_fan_out() ? weight.t() : weight;
+  const Quant4Weight quantized = quantize_4bit(out_in.to(at::kCPU), options, name + ".weight");
+  quantized_ = as_module().register_module("base_4bit", std::make_shared<Quant4StateImpl>(quantized));
+  quantized_->to(weight.device());
+  weight.set_data(at::empty({0}, weight.options()));  // the full-precision weight is freed
+}
+
+void LoraTarget::dequantize_base() {
+  if (!quantized_) return;
+  const at::Tensor out_in = dequantize_4bit(quantized_->weight(), at::kFloat);
+  at::Tensor& weight = base_weight();
+  weight.set_data((fan_in_fan_out() ? out_in.t().contiguous() : out_in).to(weight.device(), weight.scalar_type()));
+  as_module().unregister_module("base_4bit");
+  quantized_ = nullptr;
+}
+
+Quant4Weight LoraTarget::quantized_base() const {
+  HPCTRAIN_CHECK(quantized_ != nullptr, "LoRA: the layer's base is not quantized");
+  return quantized_->weight();
+}
+
+at::Tensor LoraTarget::quantized_base_output(const at::Tensor& x, const at::Tensor& bias) const {
+  return quantized_linear(x, quantized_base(), bias);
+}
+
 std::string LoraConfig::field(const char* name) const {
   static const std::map<std::string, std::string> kOptions = {{"r", "--lora-r"}, {"lora_alpha", "--lora-alpha"},
                                                               {"lora_dropout", "--lora-dropout"},
@@ -235,14 +270,15 @@ void LoraTarget::attach_lora(int64_t r, double scaling, double dropout) {
   at::NoGradGuard no_grad;
   torch::nn::init::kaiming_uniform_(lora_.lora_A->weight, std::sqrt(5.0));  // PEFT's reset_lora_parameters
   lora_.lora_B->weight.zero_();
-  const at::Tensor& base = base_weight();
-  lora_.lora_A->to(base.device(), base.scalar_type());
-  lora_.lora_B->to(base.device(), base.scalar_type());
+  const at::Tensor& base = base_weight();  // a quantized base: float32 adapters on its device
+  lora_.lora_A->to(base.device(), quantized_ ? at::kFloat : base.scalar_type());
+  lora_.lora_B->to(base.device(), quantized_ ? at::kFloat : base.scalar_type());
   lora_.scaling = scaling, lora_.dropout = dropout;
 }
 
 void LoraTarget::merge_lora() {
   if (!has_lora()) return;
+  dequantize_base();  // Note [Quantized base]: the merged weight is the dequantized one plus the adapter's delta
   {
     at::NoGradGuard no_grad;
     at::Tensor delta = at::matmul(lora_.lora_B->weight.to(at::kFloat), lora_.lora_A->weight.to(at::kFloat)) * lora_.scaling;
@@ -268,6 +304,7 @@ LoraTarget::LowRank LoraTarget::lora_factors(const at::Tensor& x, bool training)
 }
 
 at::Tensor LoraLinearImpl::forward(const at::Tensor& x) {
+  if (base_quantized()) return with_lora(quantized_base_output(x, bias), x, is_training());
   return with_lora(torch::nn::LinearImpl::forward(x), x, is_training());
 }
 
@@ -295,6 +332,8 @@ std::vector<std::string> default_modules_to_save(const std::string& task_type) {
   if (task_type == "SEQ_CLS") return {"classifier", "score"};  // peft's PeftModelForSequenceClassification
   return {};
 }
+
+std::vector<std::pair<std::string, LoraTarget*>> lora_target_layers(Model& model) { return lora_layers(model); }
 
 std::vector<std::string> linear_module_names(Model& model) {
   std::vector<std::string> names;

@@ -162,10 +162,14 @@ int64_t segment_alignment(const OptimizerOptions& options, int64_t numel) {
   return quantized ? quant::kBlockSize : 1;
 }
 
+int64_t any_segment_alignment(int64_t numel) {
+  return numel >= AdamW8bitOptions{}.min_8bit_size ? quant::kBlockSize : 1;  // 8-bit AdamW's, the only one above 1
+}
+
 std::unique_ptr<Optimizer> make_segment_optimizer(const OptimizerOptions& options, std::vector<ParameterGroup> groups,
                                                   const std::vector<int64_t>& full_numels) {
   const OptimizerEntry& entry = find_entry(options.optim);
-  HPCTRAIN_CHECK(entry.name != "adafactor", "--optim adafactor with --zero-stage 1 or 2 is not supported: Adafactor's "
+  HPCTRAIN_CHECK(entry.name != "adafactor", "--optim adafactor with --zero-stage 1, 2 or 3 is not supported: Adafactor's "
                  "factored second moment needs whole matrices, and ZeRO gives each rank a slice\n  hint: use --optim "
                  "adamw_torch, adamw_bnb_8bit or sgd, or --zero-stage 0");
   entry.check(options);

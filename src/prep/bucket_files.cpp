@@ -13,7 +13,8 @@
 namespace hpctrain::prep::detail {
 namespace {
 
-// One example in a bucket file: position, label, source row, token count, ids, then token types (pairs).
+// One example in a bucket file: position, label, source row, token count, ids, then token types (pairs), then the
+// loss mask (prep sft).
 struct RecordHead {
   uint32_t position;
   uint32_t tokens;
@@ -63,6 +64,7 @@ void BucketWriter::add(std::size_t split, uint32_t position, const data::TextExa
   put(buffer, &head, 1);
   put(buffer, examples.input_ids.data() + examples.offsets[i], head.tokens);
   if (examples.has_token_type_ids()) put(buffer, examples.token_type_ids.data() + examples.offsets[i], head.tokens);
+  if (examples.has_loss_mask()) put(buffer, examples.loss_mask.data() + examples.offsets[i], head.tokens);
   if (buffer.size() >= buffer_bytes_) write(index);
 }
 
@@ -84,7 +86,7 @@ void BucketWriter::flush() {
 }
 
 data::TextExamples read_bucket(const std::filesystem::path& stem, int ranks, std::size_t split, int64_t bucket,
-                               int64_t rows_per_bucket, int64_t count, bool pairs) {
+                               int64_t rows_per_bucket, int64_t count, bool pairs, bool loss_mask) {
   std::string bytes;
   for (int r = 0; r < ranks; ++r) {
     const auto file_path = BucketWriter::path(stem, r, split, bucket);
@@ -101,11 +103,11 @@ data::TextExamples read_bucket(const std::filesystem::path& stem, int ranks, std
     HPCTRAIN_CHECK(slot >= 0 && slot < count && at[static_cast<std::size_t>(slot)] == std::numeric_limits<std::size_t>::max(),
                    "internal error: bucket {} of split {} holds position {} twice or out of range", bucket, split, head.position);
     at[static_cast<std::size_t>(slot)] = offset;
-    offset += sizeof head + head.tokens * (sizeof(int32_t) + (pairs ? 1 : 0));
+    offset += sizeof head + head.tokens * (sizeof(int32_t) + (pairs ? 1 : 0) + (loss_mask ? 1 : 0));
   }
   data::TextExamples out;
   std::vector<int32_t> ids;
-  std::vector<uint8_t> types;
+  std::vector<uint8_t> types, mask;
   for (int64_t slot = 0; slot < count; ++slot) {
     const std::size_t offset = at[static_cast<std::size_t>(slot)];
     HPCTRAIN_CHECK(offset != std::numeric_limits<std::size_t>::max(),
@@ -115,8 +117,11 @@ data::TextExamples read_bucket(const std::filesystem::path& stem, int ranks, std
     const char* payload = bytes.data() + offset + sizeof head;
     ids.resize(head.tokens);
     std::memcpy(ids.data(), payload, head.tokens * sizeof(int32_t));
-    types.assign(pairs ? payload + head.tokens * sizeof(int32_t) : payload, pairs ? payload + head.tokens * 5 : payload);
-    out.append(ids, types, head.label, head.source_index);
+    const char* extras = payload + head.tokens * sizeof(int32_t);
+    types.assign(extras, pairs ? extras + head.tokens : extras);
+    if (pairs) extras += head.tokens;
+    mask.assign(extras, loss_mask ? extras + head.tokens : extras);
+    out.append(ids, types, head.label, head.source_index, /*starts=*/{}, mask);
   }
   return out;
 }

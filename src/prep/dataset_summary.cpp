@@ -40,6 +40,7 @@ nlohmann::json split_summary(const data::DatasetReader& reader, const std::strin
     split["num_tokens"] = info.num_tokens;
     split["has_token_type_ids"] = info.has_token_type_ids;
     split["has_document_starts"] = info.has_document_starts;
+    if (info.has_loss_mask) split["has_loss_mask"] = true;
     split["length"] = length_statistics(reader.read_lengths(name));
     // causal-lm: the share of the rows' capacity (tokenizer max_length, the longest a row may be) holding tokens.
     const auto capacity = reader.tokenizer().value("max_length", nlohmann::json());
@@ -90,9 +91,10 @@ std::string format_dataset_summary(const nlohmann::json& summary) {
   for (const auto& split : summary["splits"]) {
     out += fmt::format("\n  split '{}': {} examples", split["name"].get<std::string>(), split["num_examples"].get<int64_t>());
     if (split.contains("num_tokens"))
-      out += fmt::format(", {} tokens{}{}", split["num_tokens"].get<int64_t>(),
+      out += fmt::format(", {} tokens{}{}{}", split["num_tokens"].get<int64_t>(),
                          split["has_token_type_ids"].get<bool>() ? ", sentence pairs" : "",
-                         split.value("has_document_starts", false) ? ", rows of several documents (boundaries kept)" : "");
+                         split.value("has_document_starts", false) ? ", rows of several documents (boundaries kept)" : "",
+                         split.value("has_loss_mask", false) ? ", a loss mask (prep sft)" : "");
     out += "\n";
     if (split.contains("fill"))
       out += fmt::format("    fill: {:.1f} % (tokens / (rows x max_length {}))\n", 100.0 * split["fill"].get<double>(),

@@ -103,6 +103,9 @@ struct LmPlan {
   std::vector<std::vector<uint32_t>> row_segments;
   std::vector<int64_t> segments;   // per split (bfd, bfd_split)
   std::vector<int64_t> truncated;  // per split, bfd: documents cut to the row capacity
+
+  // Records per split that go through the buckets: rows, or the segments of bfd and bfd_split.
+  [[nodiscard]] const std::vector<int64_t>& bucket_records() const { return segment_position.empty() ? rows : segments; }
 };
 
 // Step 1, before the documents' lengths are known: valid[f][row] says whether row `row` of file f is a document.

@@ -41,18 +41,7 @@ namespace {
 using namespace detail;
 namespace fs = std::filesystem;
 
-struct LmInput {
-  fs::path path;
-  fs::path read_path;  // path, or its decompressed temporary (Note [Splitting a gzip input])
-  std::size_t index = 0;       // among the inputs: names its token streams
-  std::size_t plan_file = 0;   // 0: one of the --input files; 1: --validation-input (LmPlan)
-  int64_t plan_first = 0;      // index of its row 0 in the plan's file
-  data::TextReaderOptions range;
-  int64_t first_row = 0;  // rows of the ranks before this one
-  int64_t rows = 0;       // of every rank
-  std::vector<uint8_t> local_valid;     // pass 1: per row of this rank, 1 for a document
-  std::vector<uint32_t> local_lengths;  // pass 1: per document of this rank, its ids before any cut
-};
+using LmInput = DocumentInput;  // (lm_documents.hpp)
 
 fs::path stream_path(const fs::path& stem, int rank, std::size_t input) {
   return fmt::format("{}.r{}.i{}.tokens", stem.string(), rank, input);
@@ -62,11 +51,6 @@ fs::path stream_path(const fs::path& stem, int rank, std::size_t input) {
 std::size_t pass1_block_bytes(const LmPrepOptions& options) {
   // Raw text; its strings and ids take about 4x (the plan comes later, and is checked then).
   return std::max<std::size_t>(std::size_t{1} << 16, (static_cast<std::size_t>(options.memory_mb) << 20) / 16);
-}
-
-// Records per split that go through the buckets: rows, or the segments of bfd and bfd_split.
-const std::vector<int64_t>& bucket_records(const LmPlan& plan) {
-  return plan.segment_position.empty() ? plan.rows : plan.segments;
 }
 
 Budget plan_budget(const LmPrepOptions& options, const LmPlan& plan, int row_length) {
@@ -86,7 +70,7 @@ Budget plan_budget(const LmPrepOptions& options, const LmPlan& plan, int row_len
   budget.block_bytes = static_cast<std::size_t>(data / 16);
   const int64_t worst_row = static_cast<int64_t>(row_length) * 4 + 64;
   budget.rows_per_bucket = std::max<int64_t>(1, data / 2 / (2 * worst_row));  // the file's bytes + the rows
-  for (int64_t count : bucket_records(plan)) buckets_hint += (count + budget.rows_per_bucket - 1) / budget.rows_per_bucket;
+  for (int64_t count : plan.bucket_records()) buckets_hint += (count + budget.rows_per_bucket - 1) / budget.rows_per_bucket;
   budget.buffer_bytes = std::max<std::size_t>(4096, static_cast<std::size_t>(data / 8 / std::max<int64_t>(1, buckets_hint)));
   return budget;
 }
@@ -172,16 +156,7 @@ data::FileAttributes attributes_of(const LmPrepOptions& options, const tokenize:
 }
 
 std::vector<LmInput> inputs_of(const LmPrepOptions& options) {
-  std::vector<LmInput> inputs;
-  auto add = [&](const fs::path& path, std::size_t plan_file) {
-    inputs.emplace_back();
-    inputs.back().path = inputs.back().read_path = path;
-    inputs.back().index = inputs.size() - 1;
-    inputs.back().plan_file = plan_file;
-  };
-  for (const auto& path : options.inputs) add(path, 0);
-  if (!options.validation_input.empty()) add(options.validation_input, 1);
-  return inputs;
+  return document_inputs(options.inputs, options.validation_input);
 }
 
 // ---- pass 1: documents → token streams ----
@@ -243,36 +218,10 @@ void read_input(LmInput& input, const Pass1& pass, Temporaries& owned, dist::Com
     input.range = input_range(input.read_path, comm);
     bad = tokenize_range(input, pass, comm.rank(), skipped, counts);
   });
-  const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
-  for (int r = 0; r < comm.world_size(); ++r) (r < comm.rank() ? input.first_row : input.rows) += rows[r];
-  input.rows += input.first_row;
-  on_every_rank(comm, fmt::format("prep lm: checking the rows of '{}'", input.path.string()), [&] {
-    if (bad) {
-      bad->row += input.first_row;
-      fail("{}", bad_row_message(input.path, *bad));
-    }
-  });
+  agree_on_rows(input, bad, comm, "prep lm");
 }
 
 // ---- the plan ----
-
-// Every row's flag in the plan's files, on every rank (each rank's part broadcast by it).
-std::vector<std::vector<uint8_t>> gather_documents(std::vector<LmInput>& inputs, dist::Comm& comm) {
-  std::vector<std::vector<uint8_t>> valid(inputs.back().plan_file + 1);
-  for (auto& input : inputs) {
-    auto& file = valid[input.plan_file];
-    input.plan_first = static_cast<int64_t>(file.size());
-    file.resize(file.size() + static_cast<std::size_t>(input.rows));
-    std::copy(input.local_valid.begin(), input.local_valid.end(), file.begin() + input.plan_first + input.first_row);
-    const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
-    int64_t first = input.plan_first;
-    for (int r = 0; r < comm.world_size(); ++r) {
-      comm.broadcast(file.data() + first, static_cast<std::size_t>(rows[r]), r);
-      first += rows[r];
-    }
-  }
-  return valid;
-}
 
 // The documents' tokens per split (before any cut), summed over the ranks.
 std::vector<int64_t> tokens_per_split(const std::vector<LmInput>& inputs, const LmPlan& plan, dist::Comm& comm) {
@@ -288,32 +237,6 @@ std::vector<int64_t> tokens_per_split(const std::vector<LmInput>& inputs, const 
   }
   comm.allreduce(tokens.data(), tokens.size());
   return tokens;
-}
-
-// bfd, bfd_split: every document's length (before any cut) per split in input order, on every rank (each rank's
-// part of each input broadcast by it).
-std::vector<std::vector<uint32_t>> lengths_per_split(const std::vector<LmInput>& inputs, const LmPlan& plan,
-                                                     dist::Comm& comm) {
-  std::vector<std::vector<uint32_t>> lengths(plan.documents.names.size());
-  for (const auto& input : inputs) {
-    const auto counts = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_lengths.size()));
-    std::vector<uint32_t> all;
-    for (int r = 0; r < comm.world_size(); ++r) {
-      const std::size_t first = all.size();
-      all.resize(first + static_cast<std::size_t>(counts[r]));
-      if (r == comm.rank()) std::copy(input.local_lengths.begin(), input.local_lengths.end(), all.begin() + first);
-      comm.broadcast(all.data() + first, static_cast<std::size_t>(counts[r]) * sizeof(uint32_t), r);
-    }
-    const auto& split = plan.documents.files[input.plan_file].split;
-    std::size_t document = 0;
-    for (int64_t row = 0; row < input.rows; ++row) {
-      const uint8_t s = split[static_cast<std::size_t>(input.plan_first + row)];
-      if (s != kSkipped) lengths[s].push_back(all[document++]);
-    }
-    HPCTRAIN_CHECK(document == all.size(), "internal error: '{}' has {} documents but {} lengths", input.path.string(),
-                   document, all.size());
-  }
-  return lengths;
 }
 
 int64_t skipped_rows(const std::map<std::string, int64_t>& skipped) {
@@ -443,27 +366,9 @@ void write_file(const LmPrepOptions& options, const data::FileAttributes& attrib
   writer_options.threads = threads;
   writer_options.queue_bytes = budget.block_bytes;
   data::DatasetWriter writer(options.output, attributes, writer_options, options.overwrite);
-  const bool joined = !plan.segment_position.empty();
-  for (std::size_t s = 0; s < plan.rows.size(); ++s) {
-    const int64_t records = bucket_records(plan)[s];
-    ProgressBar bar(fmt::format("writing {}", plan.documents.names[s]), records, joined ? "segments" : "rows",
-                    options.progress);
-    writer.begin_text_split(plan.documents.names[s], /*has_pairs=*/false, /*has_document_starts=*/joined);
-    static const std::vector<uint32_t> kNoRows;
-    RowJoiner joiner(joined ? plan.row_segments[s] : kNoRows);
-    for (int64_t b = 0; b * budget.rows_per_bucket < records; ++b) {
-      const int64_t count = std::min(budget.rows_per_bucket, records - b * budget.rows_per_bucket);
-      auto rows = read_bucket(stem, 1, s, b, budget.rows_per_bucket, count, /*pairs=*/false);
-      if (joined) rows = joiner.join(rows);
-      writer.append_text(rows);
-      report.splits[s].tokens += rows.num_tokens();
-      bar.update(b * budget.rows_per_bucket + count);
-    }
-    HPCTRAIN_CHECK(!joined || joiner.done(), "internal error: split {} was planned with {} rows, {} were joined", s,
-                   plan.rows[s], joiner.rows());
-    writer.end_split();
-    bar.finish();
-  }
+  for (std::size_t s = 0; s < plan.rows.size(); ++s)
+    report.splits[s].tokens += write_planned_split(writer, plan, s, stem, budget.rows_per_bucket, /*loss_mask=*/false,
+                                                   options.progress);
   writer.commit();
 }
 
@@ -546,7 +451,7 @@ LmPrepReport prep_lm(const LmPrepOptions& options, dist::Comm& comm) {
   span::Span writing("writing", phases);
   on_every_rank(comm, fmt::format("prep lm: writing '{}'", options.output.string()), [&] {
     if (!main_rank) return;
-    BucketWriter buckets(stem, 0, bucket_records(plan), budget.rows_per_bucket, budget.buffer_bytes);
+    BucketWriter buckets(stem, 0, plan.bucket_records(), budget.rows_per_bucket, budget.buffer_bytes);
     pack_all(inputs, plan, options, stem, comm.world_size(), report.row_length, buckets, progress);
     write_file(options, attributes_of(options, *tokenizer, eos, report.row_length), plan, stem, budget,
                how.threads * comm.local_size(), report);

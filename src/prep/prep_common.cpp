@@ -20,6 +20,10 @@
 
 namespace hpctrain::prep::detail {
 
+bool is_blank(const std::string& text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
 void Temporaries::remove_all() {
   std::error_code ignored;
   for (const auto& path : paths_) std::filesystem::remove(path, ignored);

@@ -54,6 +54,9 @@ void remove_own_temporaries(const std::filesystem::path& stem, const std::filesy
                                                          const std::filesystem::path& temporary, Temporaries& owned,
                                                          dist::Comm& comm, std::string_view command);
 
+// A text of only spaces, tabs and line breaks (an empty document or field).
+[[nodiscard]] bool is_blank(const std::string& text);
+
 // Worker threads per rank: `requested`, or with 0 the node's hardware threads / the ranks on the node (a
 // warning when `requested` oversubscribes the CPUs this process may use; `option` names it).
 [[nodiscard]] int threads_per_rank(int requested, const char* option, dist::Comm& comm);

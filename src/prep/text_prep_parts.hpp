@@ -123,8 +123,8 @@ class BucketWriter {
 };
 
 // Rank 0: the `count` examples of bucket `bucket` of split `split`, from every rank's file, in position order;
-// removes the files it read.
+// removes the files it read. `pairs` / `loss_mask`: the examples carry token types / a loss mask.
 data::TextExamples read_bucket(const std::filesystem::path& stem, int ranks, std::size_t split, int64_t bucket,
-                               int64_t rows_per_bucket, int64_t count, bool pairs);
+                               int64_t rows_per_bucket, int64_t count, bool pairs, bool loss_mask = false);
 
 }  // namespace hpctrain::prep::detail

@@ -12,13 +12,6 @@
 #include "text_prep_parts.hpp"
 
 namespace hpctrain::prep::detail {
-namespace {
-
-bool is_blank(const std::string& text) {
-  return std::all_of(text.begin(), text.end(), [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
-}
-
-}  // namespace
 
 RowChecker::RowChecker(const TextPrepOptions& options) : options_(options), forced_(options.labels) {
   std::sort(forced_.begin(), forced_.end());

@@ -96,6 +96,17 @@ std::string ByteLevelBpeTokenizer::decode(const std::vector<int32_t>& ids) const
   return bytes;
 }
 
+std::string ByteLevelBpeTokenizer::token_bytes(int32_t id) const {
+  const Vocab& vocab = parts_->bpe.vocab();
+  if (const detail::AddedToken* added = parts_->added_tokens.find_id(id)) return added->content;
+  if (id < 0 || size_t(id) >= vocab.size()) return "";
+  const std::string& token = vocab.tokens()[size_t(id)];
+  auto bytes = detail::byte_level_to_bytes(token);
+  return bytes ? std::move(*bytes) : token;
+}
+
+bool ByteLevelBpeTokenizer::is_added_token(int32_t id) const { return parts_->added_tokens.find_id(id) != nullptr; }
+
 size_t ByteLevelBpeTokenizer::vocab_size() const { return parts_->vocab_size; }
 
 std::optional<int32_t> ByteLevelBpeTokenizer::token_to_id(std::string_view token) const {

@@ -23,7 +23,9 @@ usage: hpctrain <command> [options]      (hpctrain <command> --help for its opti
 commands:
   prep text     tokenize a CSV/TSV/JSONL text-classification dataset into one HDF5 file
   prep lm       tokenize CSV/TSV/JSONL documents into token rows for a causal LM (one HDF5 file)
+  prep sft      render conversations with the model's chat template into token rows with a loss mask (SFT)
   prep images   convert MNIST-style IDX images into one HDF5 file
+  chat-template print what a tokenizer's chat template renders for a conversation (as transformers)
   inspect       summarize a dataset file (.h5) or a Hugging Face model folder
   estimate-memory  bytes per rank of one training step (parameters, gradients, optimizer, activations)
   train         data-parallel training with checkpoints and resume                 (mpirun -np N ok)
@@ -45,7 +47,8 @@ std::string join_command_line(int argc, char** argv) {
 bool is_distributed(const std::vector<std::string>& words) {
   const std::string& command = words[0];
   if (command == "bench") return words.size() > 1 && words[1] == "comm";
-  if (command == "prep") return words.size() > 1 && (words[1] == "text" || words[1] == "lm");  // Note [Prep at corpus scale]
+  if (command == "prep")  // Note [Prep at corpus scale]
+    return words.size() > 1 && (words[1] == "text" || words[1] == "lm" || words[1] == "sft");
   if (command == "estimate-memory")  // --measure runs the step on the launched ranks (Note [Measured ZeRO step])
     return std::find(words.begin(), words.end(), "--measure") != words.end();
   return command == "eval" || command == "predict" || command == "train" || command == "env";
@@ -71,6 +74,7 @@ int run_distributed(int argc, char** argv, const std::vector<std::string>& words
   const hpctrain::cli::Args rest(words.begin() + 1, words.end());
   try {
     if (words[0] == "prep" && words[1] == "lm") return hpctrain::cli::prep_lm_command({rest.begin() + 1, rest.end()}, command_line, comm);
+    if (words[0] == "prep" && words[1] == "sft") return hpctrain::cli::prep_sft_command({rest.begin() + 1, rest.end()}, command_line, comm);
     if (words[0] == "prep") return hpctrain::cli::prep_text_command({rest.begin() + 1, rest.end()}, command_line, comm);
     if (words[0] == "eval") return hpctrain::cli::eval_command(rest, comm);
     if (words[0] == "train") return hpctrain::cli::train_command(rest, comm);
@@ -101,11 +105,12 @@ int dispatch(const std::vector<std::string>& words, const std::string& command_l
     const std::string kind = rest.empty() ? "" : rest[0];
     const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());
     if (kind == "images") return prep_images_command(options, command_line);
-    hpctrain::fail("'hpctrain prep' needs a kind: text, lm or images (got '{}')", kind);
+    hpctrain::fail("'hpctrain prep' needs a kind: text, lm, sft or images (got '{}')", kind);
   }
   if (command == "inspect") return inspect_command(rest);
   if (command == "estimate-memory") return estimate_memory_command(rest, *hpctrain::dist::make_single_process_comm());
   if (command == "generate") return generate_command(rest);
+  if (command == "chat-template") return chat_template_command(rest);
   if (command == "bench") {  // bench comm is distributed (run_distributed)
     const Args options(rest.empty() ? rest.end() : rest.begin() + 1, rest.end());
     if (!rest.empty() && rest[0] == "predict") return bench_predict_command(options);

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <sstream>
+#include <string>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
@@ -28,8 +30,6 @@
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/threads.hpp"
-#include "hpctrain/train/zero_optimizer.hpp"
-#include "sum_of_squares.hpp"
 
 namespace hpctrain::train {
 namespace {
@@ -43,16 +43,6 @@ void enable_gradient_checkpointing(torch::nn::Module& model) {
                  "--gradient-checkpointing: {} has no transformer layers to checkpoint (DistilBERT and BERT have)",
                  known != nullptr ? known->spec().architecture : model.name());
   models::set_gradient_checkpointing(*known, true);
-}
-
-int64_t mib_to_bytes(double mib) { return static_cast<int64_t>(mib * 1024.0 * 1024.0); }
-
-// Parameters and buffers by name (buffers after parameters), as prepare_model checks and broadcasts them.
-ddp::NamedTensors parameters_and_buffers(torch::nn::Module& model) {
-  ddp::NamedTensors named;
-  for (const auto& item : model.named_parameters()) named.emplace_back(item.key(), item.value());
-  for (const auto& item : model.named_buffers()) named.emplace_back("buffer:" + item.key(), item.value());
-  return named;
 }
 
 using models::TensorMap;
@@ -84,12 +74,6 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   HPCTRAIN_CHECK(options_.gradient_accumulation_steps >= 1, "gradient_accumulation_steps {}: expected >= 1",
                  options_.gradient_accumulation_steps);
   HPCTRAIN_CHECK(options_.local_sgd_steps >= 0, "local_sgd_steps {}: expected >= 0 (0 = off)", options_.local_sgd_steps);
-  HPCTRAIN_CHECK(options_.zero_stage >= 0 && options_.zero_stage <= 2, "--zero-stage {}: expected 0, 1 or 2",
-                 options_.zero_stage);
-  HPCTRAIN_CHECK(options_.zero_stage == 0 || options_.local_sgd_steps == 0, "--local-sgd-steps {} with --zero-stage {} "
-                 "is not supported: Local SGD keeps a whole optimizer per rank and averages parameters, ZeRO shards the "
-                 "optimizer over ranks that step together\n  hint: drop one of the two options", options_.local_sgd_steps,
-                 options_.zero_stage);
   comm_.set_collective_timeout(options_.collective_timeout);
   threads_ = apply_threads(options_.threads, comm_.local_size());  // warns when far too many
   device_ = select_device(options_.device, comm_);
@@ -97,31 +81,15 @@ Accelerator::Accelerator(dist::Comm& comm, AcceleratorOptions options) : comm_(c
   precision_ = PrecisionPolicy(options_.mixed_precision, options_.loss_scaling, options_.grad_reduce_dtype,
                                device_.type());
   if (const std::string note = precision_.startup_note(); !note.empty()) log::info("{}", note);
+  scale_.scaler = precision_.scaler();
+  strategy_ = parallel::make_strategy(parallel::StrategyContext{comm_, options_, precision_, device_});
 }
 
 Accelerator::~Accelerator() = default;
 
 void Accelerator::prepare_model(torch::nn::Module& model) {
   HPCTRAIN_CHECK(model_ == nullptr, "Accelerator::prepare_model: a model is already prepared (one per Accelerator)");
-  model.to(device_);
-  const ddp::NamedTensors named = parameters_and_buffers(model);
-  ddp::check_same_structure(comm_, named);
-  std::vector<at::Tensor> tensors;
-  for (const auto& [name, tensor] : named) tensors.push_back(tensor);
-  ddp::broadcast_parameters(comm_, tensors, 0);
-  ddp::NamedTensors trainable;
-  for (const auto& item : model.named_parameters()) {
-    if (!item.value().requires_grad()) continue;
-    trainable.emplace_back(item.key(), item.value());
-    trainable_.push_back(item.value());
-  }
-  ddp::ReducerOptions reducer_options;
-  reducer_options.first_bucket_bytes = mib_to_bytes(options_.first_bucket_mb);
-  reducer_options.bucket_bytes = mib_to_bytes(options_.bucket_mb);
-  reducer_options.overlap = options_.overlap;
-  reducer_options.wire_dtype = precision_.gradient_wire_dtype();
-  reducer_ = std::make_unique<ddp::GradientReducer>(comm_, std::move(trainable), reducer_options);
-  if (options_.local_sgd_steps > 0) reducer_->set_sync(false);  // Note [Local SGD]: no gradient averaging
+  strategy_->prepare_model(model);
   if (options_.gradient_checkpointing) enable_gradient_checkpointing(model);
   model_ = &model;
 }
@@ -130,23 +98,7 @@ std::unique_ptr<optim::Optimizer> Accelerator::make_optimizer(const optim::Optim
                                                               const optim::NamedParameters& named) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::make_optimizer: call prepare_model(model) first");
   const std::set<std::string> no_decay = models::no_weight_decay_parameters(*model_);  // Note [Weight decay groups]
-  std::unique_ptr<optim::Optimizer> made;
-  if (!zero_active()) {
-    if (options_.zero_stage > 0) log::info("--zero-stage {}: one rank, nothing to shard (runs as stage 0)", options_.zero_stage);
-    made = optim::make_optimizer(options, named, no_decay);
-  } else {
-    std::vector<int64_t> alignments;  // Note [ZeRO slices]
-    for (const at::Tensor& param : reducer().parameters()) alignments.push_back(optim::segment_alignment(options, param.numel()));
-    reducer().enable_zero(options_.zero_stage, alignments);
-    auto zero = std::make_unique<ZeroOptimizer>(
-        comm_, reducer(), optim::weight_decay_groups(named, options.weight_decay, no_decay),
-        [&](std::vector<optim::ParameterGroup> groups, const std::vector<int64_t>& numels) {
-          return optim::make_segment_optimizer(options, std::move(groups), numels);
-        });
-    log::info("ZeRO stage {}: this rank keeps {} of {} optimizer-state bytes", options_.zero_stage, zero->state_bytes(),
-              zero->whole_state_bytes());
-    made = std::move(zero);
-  }
+  std::unique_ptr<optim::Optimizer> made = strategy_->make_optimizer(options, named, no_decay);
   register_optimizer(*made);
   return made;
 }
@@ -181,7 +133,9 @@ void Accelerator::backward(const at::Tensor& loss) {
     (loss * scaler->scale()).backward();
   else
     loss.backward();
-  if (reducer_ && reducer_->sync()) log_warnings(reducer_->finalize());
+  if (model_ == nullptr) return;
+  strategy_->after_backward();
+  if (reducer().sync()) log_warnings(reducer().finalize());
 }
 
 bool Accelerator::accumulate(bool end_of_step) {
@@ -210,42 +164,16 @@ bool Accelerator::local_sgd_step() {
 
 void Accelerator::synchronize_parameters() {
   if (parameters_synchronized()) return;
-  reducer().average_parameters();
+  strategy_->average_parameters();
   local_steps_ = 0;
 }
 
-// Note [Found-inf agreement]
-// A step is skipped on every rank or on none, yet found_inf costs no collective of its own: it is read
-// from the averaged gradients, after the reducer's allreduce. A rank's inf or NaN makes the sum inf or
-// NaN on every rank whatever the summation order (inf + finite = inf, inf - inf = NaN, NaN + x = NaN;
-// row-sparse buckets count NaN as non-zero, Note [Row-sparse buckets]), and every rank receives the
-// same averaged bits (the replicas stay equal, which --check-sync-every verifies), so every rank reads
-// the same flag. Gradients that were never reduced (a step with sync off) would break this: the trainer
-// unscales only after a synced micro-batch. Local SGD without a gradient allreduce needs the flag in its
-// own reduction.
-bool Accelerator::unscale_gradients() {
-  HPCTRAIN_CHECK(!zero_active(), "Accelerator::unscale_gradients with --zero-stage {}: the gradients are sharded; "
-                 "optimizer_step() unscales them", options_.zero_stage);
-  const DynamicLossScaler* scaler = precision_.scaler();
-  if (scaler == nullptr || unscaled_) return found_inf_;
-  at::NoGradGuard no_grad;
-  const double inverse = 1.0 / scaler->scale();
-  std::vector<at::Tensor> nonfinite;
-  for (const at::Tensor& param : trainable_) {
-    if (!param.grad().defined()) continue;
-    at::Tensor grad = param.grad();
-    grad.mul_(inverse);
-    nonfinite.push_back(at::isfinite(grad).logical_not().any());
-  }
-  found_inf_ = !nonfinite.empty() && at::stack(nonfinite).any().item<bool>();
-  unscaled_ = true;
-  return found_inf_;
-}
+bool Accelerator::unscale_gradients() { return strategy_->unscale_gradients(scale_); }
 
 void Accelerator::update_loss_scale() {
   DynamicLossScaler* scaler = precision_.scaler();
-  if (scaler != nullptr && unscaled_) scaler->update(found_inf_);
-  unscaled_ = found_inf_ = false;
+  if (scaler != nullptr && scale_.unscaled) scaler->update(scale_.found_inf);
+  scale_.unscaled = scale_.found_inf = false;
 }
 
 std::optional<double> Accelerator::loss_scale() const {
@@ -253,66 +181,14 @@ std::optional<double> Accelerator::loss_scale() const {
   return scaler ? std::optional<double>(scaler->scale()) : std::nullopt;
 }
 
-double Accelerator::clip_grad_norm(double max_norm) {
-  HPCTRAIN_CHECK(!zero_active(), "Accelerator::clip_grad_norm with --zero-stage {}: the gradients are sharded; "
-                 "optimizer_step(lr, max_grad_norm) clips them", options_.zero_stage);
-  (void)unscale_gradients();  // clipping sees unscaled gradients (Accelerate's clip_grad_norm_)
-  at::NoGradGuard no_grad;
-  at::Tensor squares;  // float64, Note [Gradient norm in float64]
-  for (const at::Tensor& param : trainable_) {
-    if (param.grad().defined()) detail::add_sum_of_squares(squares, param.grad());
-  }
-  if (!squares.defined()) return 0.0;
-  const double total = std::sqrt(squares.item<double>());
-  // torch.nn.utils.clip_grad_norm_: scale by max_norm / (total + 1e-6) when that is below 1.
-  const double coefficient = max_norm / (total + 1e-6);
-  if (max_norm > 0 && coefficient < 1.0) {
-    for (const at::Tensor& param : trainable_) {
-      if (param.grad().defined()) param.grad().mul_(coefficient);
-    }
-  }
-  return total;
-}
+double Accelerator::clip_grad_norm(double max_norm) { return strategy_->clip_grad_norm(max_norm, scale_); }
 
 StepOutcome Accelerator::optimizer_step(double lr, double max_grad_norm) {
   HPCTRAIN_CHECK(optimizer_ != nullptr, "Accelerator::optimizer_step: no optimizer registered (prepare() or "
                  "register_optimizer() first)");
-  if (zero_active()) return zero_step(lr, max_grad_norm);
   StepOutcome outcome;
   outcome.lr = lr;
-  if (unscale_gradients()) {  // Note [Found-inf agreement]: the same on every rank
-    outcome.result = StepOutcome::Result::skipped_overflow;
-  } else {
-    outcome.grad_norm = clip_grad_norm(max_grad_norm);
-    optimizer_->step(lr);
-  }
-  update_loss_scale();
-  zero_grad();
-  outcome.loss_scale = loss_scale();
-  return outcome;
-}
-
-// Note [The step protocol] with ZeRO: the ranks agree on overflow through the one allreduce of the global
-// sum of squares (computed in float64, so only an inf or NaN gradient makes it non-finite), instead of
-// Note [Found-inf agreement]'s replicated gradients, which no rank has any more.
-StepOutcome Accelerator::zero_step(double lr, double max_grad_norm) {
-  auto* zero = dynamic_cast<ZeroOptimizer*>(optimizer_);
-  HPCTRAIN_CHECK(zero != nullptr, "Accelerator::optimizer_step with --zero-stage {}: the registered optimizer is not "
-                 "sharded; build it with Accelerator::make_optimizer", options_.zero_stage);
-  StepOutcome outcome;
-  outcome.lr = lr;
-  const DynamicLossScaler* scaler = precision_.scaler();
-  const double squares = zero->unscaled_sum_of_squares(scaler != nullptr ? 1.0 / scaler->scale() : 1.0);
-  unscaled_ = scaler != nullptr;
-  found_inf_ = scaler != nullptr && !std::isfinite(squares);
-  if (found_inf_) {
-    outcome.result = StepOutcome::Result::skipped_overflow;
-  } else {
-    outcome.grad_norm = std::sqrt(squares);
-    const double coefficient = max_grad_norm / (outcome.grad_norm + 1e-6);  // as clip_grad_norm
-    if (max_grad_norm > 0 && coefficient < 1.0) zero->scale_gradients(coefficient);
-    optimizer_->step(lr);
-  }
+  strategy_->step(*optimizer_, lr, max_grad_norm, scale_, outcome);
   update_loss_scale();
   zero_grad();
   outcome.loss_scale = loss_scale();
@@ -331,7 +207,7 @@ StepOutcome Accelerator::skip_step(double lr) {
 }
 
 void Accelerator::zero_grad() {
-  for (at::Tensor& param : trainable_) param.mutable_grad() = at::Tensor();
+  if (model_ != nullptr) strategy_->zero_grad();
 }
 
 at::Tensor Accelerator::gather_for_metrics(const at::Tensor& values, const at::Tensor& is_padding) {
@@ -363,28 +239,28 @@ void Accelerator::seed_step(int64_t step, int64_t micro_batch) {
 
 void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_state) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::save_state: no model prepared");
-  const auto* zero = dynamic_cast<const ZeroOptimizer*>(optimizer_);
-  const optim::OptimizerState gathered = zero != nullptr ? zero->gather_state() : optim::OptimizerState{};  // Note [ZeRO checkpoints]
-  // Every rank learns the outcome: no rank runs ahead of a failed save.
-  dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
-    if (!comm_.is_main_process()) return;
-    io::write_folder_atomically(dir, [&](const fs::path& tmp) {
-      if (model_files_)
-        model_files_->write(tmp);
-      else if (const auto* known = dynamic_cast<const models::Model*>(model_))
-        models::write_pretrained_files(*known, tmp, tokenizer_files_);
-      else
-        models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-      if (zero != nullptr)
-        optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_, gathered);
-      else if (optimizer_ != nullptr)
-        optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_);  // Note [Optimizer checkpoints]
-      if (const DynamicLossScaler* scaler = precision_.scaler())
-        write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
-      if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
-      write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
+  const optim::OptimizerState optimizer_state =  // Note [ZeRO checkpoints]: gathered to rank 0 when sharded
+      optimizer_ != nullptr ? strategy_->optimizer_state_to_save(*optimizer_) : optim::OptimizerState{};
+  with_whole_model([&] {  // stage 3: gathered for rank 0 to write
+    // Every rank learns the outcome: no rank runs ahead of a failed save.
+    dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
+      if (!comm_.is_main_process()) return;
+      io::write_folder_atomically(dir, [&](const fs::path& tmp) {
+        if (model_files_)
+          model_files_->write(tmp);
+        else if (const auto* known = dynamic_cast<const models::Model*>(model_))
+          models::write_pretrained_files(*known, tmp, tokenizer_files_);
+        else
+          models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
+        if (optimizer_ != nullptr)  // Note [Optimizer checkpoints]
+          optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_, optimizer_state);
+        if (const DynamicLossScaler* scaler = precision_.scaler())
+          write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
+        if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
+        write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
+      });
     });
-  });
+  }, /*keep_changes=*/false);
 }
 
 nlohmann::json Accelerator::load_state(const fs::path& dir) {
@@ -408,8 +284,10 @@ void Accelerator::load_tensors(const fs::path& dir) {
     const models::StateDict stored = models::read_weights(dir);  // model.safetensors or its shards
     return TensorMap(stored.begin(), stored.end());
   });
-  models::copy_tensors_strict(weights, model_files_ ? model_files_->tensors() : model_tensors(*model_),
-                              fmt::format("model weights in '{}'", dir.string()));
+  with_whole_model([&] {  // stage 3: into every rank's shards
+    models::copy_tensors_strict(weights, model_files_ ? model_files_->tensors() : model_tensors(*model_),
+                                fmt::format("model weights in '{}'", dir.string()));
+  }, /*keep_changes=*/true);
   if (optimizer_ != nullptr) {
     const fs::path file = dir / kOptimizerName;
     const TensorMap state = read_on_root(comm_, fmt::format("reading '{}'", file.string()), [&] {
@@ -440,10 +318,14 @@ void Accelerator::load_scaler(const fs::path& dir) {
 
 void Accelerator::print_line(const std::string& line) { log::write_info(line); }
 
-ddp::GradientReducer& Accelerator::reducer() {
-  HPCTRAIN_CHECK(reducer_ != nullptr, "Accelerator: prepare_model() first");
-  return *reducer_;
+ddp::GradientReducer& Accelerator::reducer() { return strategy_->reducer(); }
+
+void Accelerator::with_whole_model(const std::function<void()>& use, bool keep_changes) {
+  HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::with_whole_model: no model prepared");
+  strategy_->with_whole_model(use, keep_changes);
 }
+
+int64_t Accelerator::model_state_bytes() { return model_ != nullptr ? strategy_->model_state_bytes(optimizer_) : 0; }
 
 torch::nn::Module& Accelerator::model() {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator: prepare_model() first");

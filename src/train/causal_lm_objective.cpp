@@ -15,6 +15,9 @@
 // before the head (Note [Chunked loss] in models/loss.hpp). Rows without padding go to the model without a mask,
 // so that the attention can take its unmasked path (SDPA's flash kernel on CUDA); rows packed from documents
 // bring their position_ids (Note [Packed attention]).
+// With a loss mask (prep sft, Note [Loss mask] in data/examples.hpp) a token is a label only where the mask is 1
+// as well, as TRL's SFTTrainer sets labels to -100 where assistant_masks / completion_mask is 0; the two rules
+// compose (a packed SFT row: a token is a label inside the mask and not at a document's first token).
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -42,11 +45,12 @@ models::CausalLM& causal_lm(models::Model& model) {
   return *out;
 }
 
-// Note [Causal-LM labels]: input ids, -100 on padding, on the rows `keep` (bool [B]) leaves out and on the first
-// token of each document of a packed row.
+// Note [Causal-LM labels]: input ids, -100 on padding, on the rows `keep` (bool [B]) leaves out, on the first
+// token of each document of a packed row and outside the loss mask if any.
 at::Tensor token_labels(const loader::Batch& batch, const at::Tensor& keep) {
   at::Tensor trained = batch.attention_mask.to(at::kBool).logical_and(keep.unsqueeze(1));
   if (batch.position_ids.defined()) trained = trained.logical_and(batch.position_ids.ne(0));
+  if (batch.loss_mask.defined()) trained = trained.logical_and(batch.loss_mask.to(at::kBool));
   return batch.input_ids.masked_fill(trained.logical_not(), models::kIgnoreIndex);
 }
 

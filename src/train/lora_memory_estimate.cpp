@@ -1,6 +1,8 @@
 // lora_shapes (lora_memory_estimate.hpp).
 #include "lora_memory_estimate.hpp"
 
+#include <algorithm>
+
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/model_flops.hpp"
@@ -15,7 +17,10 @@ namespace hpctrain::train::detail {
 // them) and the optimizer's state exist for the trainable tensors only: the adapters and the modules to save
 // (PEFT's default for the task: the classifier heads). The activations are counted as in full fine-tuning: the
 // layers keep the same inputs for the input gradients the adapters need, and the adapters' own [T, r]
-// activations are negligible.
+// activations are negligible. With --quantize-base (QLoRA, Note [Quantized base]) the frozen linear layers' weights
+// count at their 4-bit bytes (models::quant4_bytes: codes, absmax, nested absmax) instead of 4 per weight, plus the
+// largest of them dequantized in the activations' dtype: the one weight that exists in full precision at a time,
+// during its layer's product.
 std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEstimateOptions& options) {
   if (options.lora_r == 0) return std::nullopt;
   HPCTRAIN_CHECK(options.lora_r > 0, "--lora-r {}: expected > 0 (0 = full fine-tuning)", options.lora_r);
@@ -29,6 +34,14 @@ std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEs
   for (const auto& item : model->named_parameters())
     if (item.value().requires_grad()) out.trainable.emplace_back(item.key(), item.value().sizes().vec());
   out.adapter_parameters = static_cast<int64_t>(models::weight_gradients(*model).outside_base);
+  if (!options.quantize) return out;
+  for (const auto& [name, layer] : models::lora_target_layers(*model)) {  // those quantize_frozen_base quantizes
+    if (layer->base_weight().requires_grad()) continue;
+    const int64_t numel = layer->base_weight().numel();
+    out.quantized_parameters += numel;
+    out.quantized_bytes += models::quant4_bytes(numel, *options.quantize);
+    out.largest_quantized = std::max(out.largest_quantized, numel);
+  }
   return out;
 }
 

@@ -11,6 +11,10 @@ namespace hpctrain::train::detail {
 struct LoraShapes {
   ParameterShapes trainable;       // the adapters' lora_A / lora_B and the modules to save
   int64_t adapter_parameters = 0;  // lora_A and lora_B elements: added to the model's parameters
+  // With options.quantize (Note [Quantized base]): the frozen linear layers' weights held in 4-bit form.
+  int64_t quantized_parameters = 0;  // their elements
+  int64_t quantized_bytes = 0;       // their 4-bit bytes
+  int64_t largest_quantized = 0;     // elements of the largest one
 };
 
 // The tensors that train with adapters of rank options.lora_r on options.lora_target_modules, found as `hpctrain

@@ -14,6 +14,7 @@
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 #include "hpctrain/train/run_folder.hpp"
 
@@ -41,7 +42,31 @@ std::string read_lora_text(const fs::path& file) {
 
 }  // namespace
 
+// --quantize-base and its options (Note [Quantized base]): QLoRA trains adapters over a frozen 4-bit base.
+void check_quantize_options(const TrainOptions& o) {
+  const TrainOptions defaults;
+  if (o.quantize_base.empty()) {
+    HPCTRAIN_CHECK(o.double_quant == defaults.double_quant && o.quant_blocksize == defaults.quant_blocksize,
+                   "--double-quant, --no-double-quant and --quant-blocksize need --quantize-base nf4|fp4");
+    return;
+  }
+  (void)models::parse_quant4_type(o.quantize_base, "--quantize-base");
+  models::check_quant4_blocksize(o.quant_blocksize);
+  HPCTRAIN_CHECK(o.lora_r > 0, "--quantize-base {} needs --lora-r R (> 0): a 4-bit base is frozen, and QLoRA trains LoRA "
+                 "adapters over it", o.quantize_base);
+  HPCTRAIN_CHECK(o.accelerator.zero_stage < 3, "--quantize-base {} with --zero-stage {}: ZeRO-3 shards the frozen base's "
+                 "parameters, which a 4-bit base does not support\n  hint: --zero-stage 1 or 2 (the adapters' optimizer "
+                 "state and gradients) or no --quantize-base", o.quantize_base, o.accelerator.zero_stage);
+}
+
+std::optional<models::Quant4Options> quant4_options_of(const TrainOptions& o) {
+  if (o.quantize_base.empty()) return std::nullopt;
+  return models::Quant4Options{models::parse_quant4_type(o.quantize_base, "--quantize-base"), o.quant_blocksize,
+                               o.double_quant};
+}
+
 void check_lora_options(const TrainOptions& o) {
+  check_quantize_options(o);
   if (o.lora_r == 0) {
     const TrainOptions defaults;
     const bool other_lora_option = o.merge_lora || !o.lora_target_modules.empty() ||
@@ -130,6 +155,7 @@ void LoraRun::save_final(const fs::path& output, const std::vector<fs::path>& to
     for (const fs::path& file : tokenizer_files) fs::copy_file(file, tmp / file.filename());
   });
   if (!merge) return;
+  models::dequantize_base(*model_);  // Note [Quantized base]: a 4-bit base is saved dequantized, in full precision
   models::merge_lora(*model_);  // the model is a plain transformers model from here on
   models::save_pretrained(*model_, output / kFinalMergedName, tokenizer_files, save_dtype);
 }

@@ -24,8 +24,10 @@ constexpr const char* kLoraBaseName = models::kAdapterBaseName;
 // The adapter options of `options` for `model` (--lora-modules-to-save auto: PEFT's for its task); nullopt when
 // --lora-r is 0 (no LoRA).
 [[nodiscard]] std::optional<models::LoraConfig> lora_config_of(const TrainOptions& options, const models::Model& model);
-// Checks of the LoRA options that need no model (validate_train_options calls it).
+// Checks of the LoRA options (and QLoRA's --quantize-base) that need no model (validate_train_options calls it).
 void check_lora_options(const TrainOptions& options);
+// --quantize-base's options; nullopt without it.
+[[nodiscard]] std::optional<models::Quant4Options> quant4_options_of(const TrainOptions& options);
 
 // sha256 of a Hugging Face folder's weights: of model.safetensors, or (sharded) of the lines
 // "<sha256>  <file>" of its index and shards in name order.

@@ -120,14 +120,26 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
   e.lora_r = options.lora_r;
   if (lora) e.parameter_count += lora->adapter_parameters;
   e.parameters = 4 * e.parameter_count, e.gradients = 4 * e.trainable_parameter_count;  // fp32
+  if (options.quantize) {  // Note [LoRA memory arithmetic]: the 4-bit base
+    HPCTRAIN_CHECK(lora.has_value(), "--quantize-base {} needs --lora-r R (> 0)", models::to_string(options.quantize->type));
+    e.quantize_base = models::to_string(options.quantize->type);
+    e.quantized_parameter_count = lora->quantized_parameters;
+    e.parameters += lora->quantized_bytes - 4 * lora->quantized_parameters;
+    e.dequantized_weight = lora->largest_quantized * detail::activation_bytes(options.precision);
+  }
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
   e.zero_stage = options.zero_stage, e.world_size = options.world_size;
   const bool decoder =
       config.is_known_model() && models::model_kind(config.model_type()) == models::ModelKind::causal_lm;
   e.activations = decoder ? detail::decoder_activations(config, options) : encoder_activations(config, options);
-  if (const auto zero = detail::zero_terms(trainable, options, e.activations.total))  // Note [ZeRO memory arithmetic]
+  if (options.zero_stage == 3 && options.world_size > 1) {  // Note [ZeRO memory arithmetic]
+    const detail::ZeroTerms zero = detail::zero3_terms(config, options, e.activations.total);
+    e.parameters = zero.parameters, e.gradients = zero.gradients, e.reducer_buckets = zero.reducer_buckets;
+    e.optimizer_state = zero.optimizer_state;
+  } else if (const auto zero = detail::zero_terms(trainable, options, e.activations.total)) {
     e.gradients = zero->gradients, e.reducer_buckets = zero->reducer_buckets, e.optimizer_state = zero->optimizer_state;
-  e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total;
+  }
+  e.total = e.parameters + e.gradients + e.reducer_buckets + e.optimizer_state + e.activations.total + e.dequantized_weight;
   return e;
 }
 
@@ -154,6 +166,10 @@ nlohmann::json to_json(const MemoryEstimate& e) {
             {"embedding_gradients", a.embedding_gradients}}}};
   if (e.zero_stage > 0) out["zero_stage"] = e.zero_stage, out["world_size"] = e.world_size;  // stage 0's JSON as before
   if (e.lora_r > 0) out["lora_r"] = e.lora_r, out["trainable_parameter_count"] = e.trainable_parameter_count;
+  if (!e.quantize_base.empty()) {
+    out["quantize_base"] = e.quantize_base, out["quantized_parameter_count"] = e.quantized_parameter_count;
+    out["bytes"]["dequantized_weight"] = e.dequantized_weight;
+  }
   return out;
 }
 
@@ -170,17 +186,23 @@ std::string format_table(const MemoryEstimate& e) {
   out += fmt::format("  {:<28} {:>16} {:>16}\n", "per rank", "bytes", "");
   if (e.zero_stage > 0)
     out += fmt::format("  ZeRO stage {} over {} rank(s): {}\n", e.zero_stage, e.world_size,
-                       e.world_size == 1 ? "nothing to shard (stage 0's figures)"
-                       : e.zero_stage == 1 ? "optimizer state sharded" : "optimizer state and gradients sharded");
+                       e.world_size == 1       ? "nothing to shard (stage 0's figures)"
+                       : e.zero_stage == 1     ? "optimizer state sharded"
+                       : e.zero_stage == 2     ? "optimizer state and gradients sharded"
+                                               : "optimizer state, gradients and parameters sharded");
   const bool sharded = e.zero_stage > 0 && e.world_size > 1;
-  row("parameters", e.parameters);
-  row(sharded && e.zero_stage == 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
+  if (!e.quantize_base.empty())
+    out += fmt::format("  --quantize-base {}: {} frozen weights in 4-bit form, counted in parameters at their bytes\n",
+                       e.quantize_base, e.quantized_parameter_count);
+  row(sharded && e.zero_stage == 3 ? "parameters (shards, gathered)" : "parameters", e.parameters);
+  row(sharded && e.zero_stage >= 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
   row(!sharded ? "reducer buckets (extra)" : e.zero_stage == 1 ? "reduced slices (extra)" : "buckets in flight (extra)",
       e.reducer_buckets);
   row(sharded ? "optimizer state (share)" : "optimizer state", e.optimizer_state);
   row(fmt::format("activations ({} layers)", e.activations.layers), e.activations.total);
   row("  per layer", e.activations.per_layer);
   if (e.activations.logits > 0) row("  logits and loss", e.activations.logits);
+  if (!e.quantize_base.empty()) row("dequantized weight (largest)", e.dequantized_weight);
   row("total", e.total);
   return out;
 }

@@ -6,10 +6,13 @@
 #include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/dist/collective.hpp"
 #include "hpctrain/dist/comm.hpp"
+#include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/optim/optimizer.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/memory_estimate.hpp"
+#include "lora_setup.hpp"
 #include "random_batch.hpp"
 
 namespace hpctrain::train {
@@ -51,17 +54,41 @@ AcceleratorOptions measured_accelerator_options(const MemoryEstimateOptions& opt
   a.mixed_precision = options.precision == "bf16" ? MixedPrecision::bf16 : MixedPrecision::no;
   a.gradient_checkpointing = options.gradient_checkpointing;
   a.zero_stage = options.zero_stage;
+  a.zero_reshard_after_forward = options.zero_reshard_after_forward;
   a.bucket_mb = bytes_to_mib(options.bucket_bytes);
   a.first_bucket_mb = bytes_to_mib(options.first_bucket_bytes);
   return a;
 }
 
-// One forward, backward and optimizer step of a freshly built model; everything it allocates is freed on return.
-void run_measured_step(Accelerator& accelerator, const io::HfConfig& config, const MemoryEstimateOptions& options,
-                       const models::ModelInputs& inputs) {
+// The model a step is measured on: with options.lora_r, LoRA as `hpctrain train` sets it up (and with
+// options.quantize its frozen layers in 4-bit form, Note [Quantized base]; the peak then restarts from the model as
+// built, since the float32 weights it was quantized from are gone: a QLoRA step's peak, not its load's).
+std::shared_ptr<models::Model> measured_model(const io::HfConfig& config, const MemoryEstimateOptions& options) {
   const auto model = models::build_model(config);
+  if (options.lora_r == 0) return model;
+  TrainOptions train_options;  // lora_config_of: the options `hpctrain train` resolves the same way
+  train_options.lora_r = options.lora_r;
+  train_options.lora_target_modules = options.lora_target_modules;
+  std::optional<models::LoraConfig> lora = lora_config_of(train_options, *model);
+  (void)models::apply_lora(*model, *lora);
+  if (options.quantize) {
+    (void)models::quantize_frozen_base(*model, *options.quantize);
+    HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
+  }
+  return model;
+}
+
+// One forward, backward and optimizer step of a freshly built model; everything it allocates is freed on return.
+// Returns the model's bytes.
+int64_t run_measured_step(Accelerator& accelerator, const io::HfConfig& config, const MemoryEstimateOptions& options,
+                          const models::ModelInputs& inputs) {
+  const auto model = measured_model(config, options);
   accelerator.prepare_model(*model);
-  const auto optimizer = accelerator.make_optimizer(options.optimizer, model->named_parameters().pairs());
+  optim::NamedParameters trainable;  // a frozen parameter gets no optimizer state (as in `hpctrain train`)
+  for (const auto& item : model->named_parameters())
+    if (item.value().requires_grad()) trainable.emplace_back(item.key(), item.value());
+  const auto optimizer = accelerator.make_optimizer(options.optimizer, trainable);
+  HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak (/proc/self/clear_refs)");
   model->train();
   at::Tensor loss;
   {
@@ -70,6 +97,7 @@ void run_measured_step(Accelerator& accelerator, const io::HfConfig& config, con
   }
   accelerator.backward(loss);
   (void)accelerator.optimizer_step(1e-5, /*max_grad_norm=*/0.0);
+  return models::model_bytes(*model);
 }
 
 }  // namespace
@@ -87,7 +115,7 @@ MeasuredStep measure_training_step(const io::HfConfig& config, const MemoryEstim
     HPCTRAIN_CHECK(core::reset_peak_resident(), "--measure: the kernel refused to reset the peak "
                    "(/proc/self/clear_refs)");
     measured.baseline_bytes = read_or_fail(core::resident_bytes(), "VmRSS");
-    run_measured_step(accelerator, config, options, inputs);
+    measured.model_bytes = run_measured_step(accelerator, config, options, inputs);
     measured.peak_bytes = read_or_fail(core::peak_resident_bytes(), "VmHWM") - measured.baseline_bytes;
   });
   measured.peak_bytes = comm.allreduce_value(measured.peak_bytes, dist::ReduceOp::max);  // the largest rank's

@@ -11,6 +11,7 @@
 #include "hpctrain/core/sha256.hpp"
 #include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/weights.hpp"
 #include "hpctrain/tokenize/bert_tokenizer.hpp"
@@ -218,18 +219,30 @@ io::HfConfig check_model_config(const TrainOptions& options, const data::Dataset
   return config;
 }
 
-ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset) {
+ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset, int world_size) {
   ModelSetup setup;
   const std::string source = !options.model_dir.empty() ? options.model_dir.string() : options.model_config;
   io::HfConfig config = check_model_config(options, dataset);
+  if (!options.model_dir.empty()) models::check_not_prequantized(config);  // its packed weights would not load
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
-  // from above by the state of one vector of all the parameters: factored or small tensors hold less).
-  const auto optimizer_state = [&](int64_t parameters) { return optim::optimizer_state_bytes(options.optimizer, {parameters}); };
+  // from above by the state of one vector of all the parameters: factored or small tensors hold less). With
+  // --zero-stage 3 over N ranks a rank builds the whole model once, then keeps 1/N of the weights, the
+  // gradients and the state (Note [Sharded parameters]).
+  const int64_t shards = options.accelerator.zero_stage == 3 ? std::max(world_size, 1) : 1;
+  const auto optimizer_state = [&](int64_t parameters) {
+    const int64_t state = optim::optimizer_state_bytes(options.optimizer, {parameters});
+    return shards == 1 ? state : (8 * parameters + state) / shards;
+  };
   // config.source() is the config.json file read (a preset has none: its name).
-  models::check_model_fits_host(config, 2, options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
-                                fmt::format("training (weights, gradients, {} state)",
-                                            optim::canonical_optimizer_name(options.optimizer.optim)),
+  models::check_model_fits_host(config, shards == 1 ? 2 : 1,
+                                options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
+                                shards == 1 ? fmt::format("training (weights, gradients, {} state)",
+                                                          optim::canonical_optimizer_name(options.optimizer.optim))
+                                            : fmt::format("training at --zero-stage 3 over {} ranks (the whole model "
+                                                          "built once; 1/{} of weights, gradients, {} state)",
+                                                          shards, shards,
+                                                          optim::canonical_optimizer_name(options.optimizer.optim)),
                                 optimizer_state);
   torch::manual_seed(options.accelerator.seed);
   setup.model = models::build_model(config);
@@ -243,6 +256,8 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   }
   if (auto lora = lora_config_of(options, *setup.model)) {  // after the base is loaded: adapters start from it
     setup.notes.push_back(models::apply_lora(*setup.model, *lora).summary());
+    if (const auto quant = quant4_options_of(options))  // Note [Quantized base]: the frozen layers, after the adapters
+      setup.notes.push_back(models::quantize_frozen_base(*setup.model, *quant).summary());
     setup.lora = std::make_shared<LoraRun>(setup.model, std::move(*lora), options.model_dir);
   }
   find_tokenizer_files(options, dataset, setup);

@@ -42,6 +42,7 @@ struct ModelSetup {
 // config from --model / --model-config, for a labelled dataset labels set from its label_names (a --model
 // head of another size is re-initialized and reported), weights loaded strictly from --model; with --lora-r the
 // adapters attached and the base frozen (Note [LoRA]).
-[[nodiscard]] ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset);
+// world_size: the ranks --zero-stage 3 shards over (the size check counts one rank's part).
+[[nodiscard]] ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& dataset, int world_size = 1);
 
 }  // namespace hpctrain::train

@@ -12,6 +12,7 @@
 #include "hpctrain/core/field_count.hpp"
 #include "hpctrain/train/run_folder.hpp"
 #include "hpctrain/train/schedule.hpp"
+#include "hpctrain/train/parallel/strategy.hpp"
 #include "hpctrain/train/time_limit.hpp"
 #include "lora_setup.hpp"
 
@@ -95,16 +96,7 @@ void check_distributed(const TrainOptions& o) {
                  "supported: the ranks agree on skipped steps through the averaged gradients, which Local SGD does "
                  "not form\n  hint: use --mixed-precision bf16 (no loss scaling) or drop --local-sgd-steps",
                  a.local_sgd_steps);
-  HPCTRAIN_CHECK(a.zero_stage >= 0 && a.zero_stage <= 2, "--zero-stage {}: expected 0, 1 or 2", a.zero_stage);
-  HPCTRAIN_CHECK(a.zero_stage == 0 || a.local_sgd_steps == 0, "--local-sgd-steps {} with --zero-stage {} is not "
-                 "supported: Local SGD keeps a whole optimizer per rank and averages parameters, ZeRO shards the "
-                 "optimizer over ranks that step together\n  hint: drop one of the two options", a.local_sgd_steps,
-                 a.zero_stage);
-  // Note [ZeRO slices]: Adafactor's factored moments need whole matrices (make_segment_optimizer refuses too).
-  HPCTRAIN_CHECK(a.zero_stage == 0 || optim::canonical_optimizer_name(o.optimizer.optim) != "adafactor",
-                 "--optim adafactor with --zero-stage {} is not supported: Adafactor's factored second moment needs "
-                 "whole matrices, and ZeRO gives each rank a slice\n  hint: use --optim adamw_torch, adamw_bnb_8bit or "
-                 "sgd, or --zero-stage 0", a.zero_stage);
+  parallel::check_zero_combinations(a.zero_stage, a.local_sgd_steps, o.optimizer.optim);
   // Local SGD averages parameters, never gradients: a bf16 gradient wire would silently do nothing.
   HPCTRAIN_CHECK(a.local_sgd_steps == 0 || a.grad_reduce_dtype == GradReduceDtype::fp32,
                  "--grad-reduce-dtype bf16 with --local-sgd-steps {} is not supported: Local SGD reduces no gradients "
@@ -187,6 +179,9 @@ const OptionField kFields[] = {
     {"--lora-target-modules", kValue, text_of<&O::lora_target_modules>},
     {"--lora-modules-to-save", kValue, text_of<&O::lora_modules_to_save>},
     {"--merge-lora", kValue, text_of<&O::merge_lora>},  // every rank takes part in saving the final model
+    {"--quantize-base", kValue, text_of<&O::quantize_base>},  // every rank holds the same 4-bit base
+    {"--double-quant", kValue, text_of<&O::double_quant>},
+    {"--quant-blocksize", kValue, text_of<&O::quant_blocksize>},
     {"--epochs", kValue, text_of<&O::epochs>},
     {"--max-steps", kValue, text_of<&O::max_steps>},
     {"--batch-size", kValue, text_of<&O::batch_size>},
@@ -230,6 +225,7 @@ const OptionField kFields[] = {
     {"--gradient-checkpointing", kValue, accelerator_text_of<&A::gradient_checkpointing>},
     {"--local-sgd-steps", kValue, accelerator_text_of<&A::local_sgd_steps>},
     {"--zero-stage", kValue, accelerator_text_of<&A::zero_stage>},  // every rank must reduce and step alike
+    {"--zero-reshard-after-forward", kValue, accelerator_text_of<&A::zero_reshard_after_forward>},  // gathers match
     {"--check-sync-every", kValue, text_of<&O::check_sync_every>},
     {"--output", kRank0, text_of<&O::output>},
     {"--save-steps", kValue, text_of<&O::save_steps>},

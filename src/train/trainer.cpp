@@ -50,6 +50,7 @@
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/model_flops.hpp"
 #include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/train/accelerator.hpp"
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/evaluation.hpp"
@@ -267,7 +268,7 @@ void Run::build(const ResumePoint& resume) {
   TrainOptions seeded = options;
   seeded.accelerator.seed = plan.geometry.seed;  // the checkpoint's seed wins: same weights init, order and dropout
   acc.set_seed(plan.geometry.seed);              // Note [Dropout seeds]: and the same dropout masks
-  dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset); });
+  dist::run_collectively(comm, "building the model", [&] { setup = build_model(seeded, *dataset, comm.world_size()); });
   acc.prepare_model(*setup.model);
   weight_gradients = models::weight_gradients(*setup.model);
   acc.set_tokenizer_files(setup.tokenizer_files);
@@ -526,8 +527,12 @@ void Run::record_step(const StepTotals& totals, const StepOutcome& outcome, cons
   StepRecord record{state.global_step, state.epoch_float(), loss, outcome.lr, outcome.grad_norm,
                     static_cast<int64_t>(totals.rows), times, !outcome.stepped(), outcome.loss_scale};
   record.comm_bytes = bytes;
-  if (report->logs_step(record.step, record.skipped))  // on every rank: Note [Optimizer state bytes]
-    record.optimizer_state_bytes = largest_optimizer_state_bytes(comm, *optimizer);
+  if (report->logs_step(record.step, record.skipped)) {  // on every rank: Note [Optimizer state bytes]
+    const LargestStateBytes largest = largest_state_bytes(comm, *optimizer, acc.model_state_bytes());
+    record.optimizer_state_bytes = largest.optimizer;
+    record.model_state_bytes = largest.model;
+    record.model_bytes = models::model_bytes(*setup.model);  // a 4-bit base counted at its bytes
+  }
   record.tokens = static_cast<int64_t>(totals.tokens);
   if (totals.rows > 0) {  // Note [Model FLOPs], at the step's mean row length
     const auto per_token = models::training_flops_per_token(setup.model->config(), totals.tokens / totals.rows, weight_gradients);
@@ -552,7 +557,8 @@ void Run::after_step(bool epoch_ended) {
     sync_check_due = false;
     ddp::NamedTensors named;
     for (const auto& item : setup.model->named_parameters()) named.emplace_back(item.key(), item.value());
-    const std::string differs = ddp::find_unsynchronized(comm, named);
+    std::string differs;
+    acc.with_whole_model([&] { differs = ddp::find_unsynchronized(comm, named); });
     HPCTRAIN_CHECK(differs.empty(), "step {}: the replicas differ: parameter '{}' is not the same on every rank "
                    "(--check-sync-every {})", s, differs, options.check_sync_every);
   }
@@ -614,13 +620,15 @@ TrainResult Run::finish(double seconds, int64_t samples) {
     return result;
   }
   result.final_dir = options.output / kFinalName;
-  dist::run_collectively(comm, "saving the final model", [&] {
-    if (!comm.is_main_process()) return;
-    if (setup.lora)  // Note [LoRA]: final/ is an adapter folder in PEFT's format
-      setup.lora->save_final(options.output, setup.tokenizer_files, options.merge_lora, parse_save_dtype(options.save_dtype));
-    else
-      models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
-    io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
+  acc.with_whole_model([&] {  // --zero-stage 3: gathered for rank 0 to write
+    dist::run_collectively(comm, "saving the final model", [&] {
+      if (!comm.is_main_process()) return;
+      if (setup.lora)  // Note [LoRA]: final/ is an adapter folder in PEFT's format
+        setup.lora->save_final(options.output, setup.tokenizer_files, options.merge_lora, parse_save_dtype(options.save_dtype));
+      else
+        models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
+      io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
+    });
   });
   log::info("done: {} steps in {} ({:.1f} samples/s); final model in {}", state.global_step, format_duration(seconds),
             result.samples_per_second, result.final_dir.string());

@@ -9,6 +9,8 @@
 #include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/dist/zero_slices.hpp"
 #include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/train/parallel/strategy.hpp"
+#include "hpctrain/train/parallel/units.hpp"
 
 namespace hpctrain::train::detail {
 
@@ -40,7 +42,13 @@ namespace hpctrain::train::detail {
 //   DistilBERT benchmark model at 4 x 64 tokens one rank's peak in backward exceeded stage 0's by the
 //   word-embedding bucket (the scratch; without it stage 1 was 30 % under), and at 16 x 128 tokens the sum
 //   was 24 % over at stage 2 (the activation peak comes before the embeddings' reduction).
-// Parameters stay whole on every rank (4 bytes each: ZeRO-3 would shard them), and so do the activations.
+// Parameters stay whole on every rank at stages 1 and 2 (4 bytes each), and so do the activations.
+// - stage 3 (Note [Unit gathers] in src/train/parallel/fully_sharded.cpp): the units' groups are the buckets (each
+//   laid out with optim::any_segment_alignment, as ShardedParameters lays it out); the rank keeps 4 x S_u bytes of
+//   every unit's parameters and of its reduced gradient slices, the state share as above, stage 2's transients
+//   at the end of backward, and the gathered units at the peak: with --zero-reshard-after-forward true the two
+//   largest (the one computing and the one prefetched) and `rest` (kept through the step), else every unit (all
+//   of them are gathered by the end of forward).
 // One rank shards nothing: stage 0's terms.
 namespace {
 
@@ -85,13 +93,12 @@ int64_t largest_parameter_numel(const ParameterShapes& parameters) {
 }
 
 void check_zero_options(const MemoryEstimateOptions& o) {
-  HPCTRAIN_CHECK(o.zero_stage >= 0 && o.zero_stage <= 2, "--zero-stage {}: expected 0, 1 or 2", o.zero_stage);
+  parallel::check_zero_combinations(o.zero_stage, 0, o.optimizer.optim);
+  HPCTRAIN_CHECK(o.zero_stage < 3 || o.lora_r == 0, "estimate-memory --zero-stage 3 with --lora-r {}: not modeled "
+                 "(estimate --zero-stage 2, or measure with --measure)", o.lora_r);
   HPCTRAIN_CHECK(o.world_size >= 1, "--world-size {}: expected a positive number of ranks", o.world_size);
   HPCTRAIN_CHECK(o.first_bucket_bytes > 0 && o.bucket_bytes > 0, "--first-bucket-mb and --bucket-mb: expected "
                  "positive sizes, got {} and {} bytes", o.first_bucket_bytes, o.bucket_bytes);
-  HPCTRAIN_CHECK(o.zero_stage == 0 || optim::canonical_optimizer_name(o.optimizer.optim) != "adafactor",
-                 "--zero-stage {} with --optim adafactor: ZeRO shards optimizer state elementwise (adamw_torch, "
-                 "adamw_bnb_8bit, sgd); Adafactor's factored moments need whole matrices", o.zero_stage);
 }
 
 }  // namespace
@@ -120,6 +127,39 @@ std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const Mem
   } else {
     t.gradients = 4 * slices, t.reducer_buckets = beyond_activations;
   }
+  return t;
+}
+
+ZeroTerms zero3_terms(const io::HfConfig& config, const MemoryEstimateOptions& o, int64_t activation_bytes) {
+  check_zero_options(o);
+  ZeroTerms t;
+  std::vector<int64_t> unit_bytes, bucket_bytes;
+  int64_t slices = 0, largest_parameter = 0, rest_bytes = 0;
+  for (const parallel::UnitShapes& unit : parallel::zero3_unit_shapes(config)) {
+    std::vector<int64_t> numels, alignments;
+    int64_t state = 0, real = 0;
+    for (const auto& [name, shape] : unit.parameters) {
+      numels.push_back(std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>()));
+      alignments.push_back(optim::any_segment_alignment(numels.back()));
+      state += optim::optimizer_state_bytes(o.optimizer, shape);
+      real += numels.back();
+      largest_parameter = std::max(largest_parameter, numels.back());
+    }
+    const dist::ZeroBucketLayout layout = dist::zero_bucket_layout(numels, alignments, o.world_size);
+    slices += layout.slice_numel;
+    t.optimizer_state += (state * layout.slice_numel + std::max<int64_t>(real, 1) - 1) / std::max<int64_t>(real, 1);
+    unit_bytes.push_back(4 * layout.padded_numel);
+    if (unit.name == "rest") rest_bytes = unit_bytes.back();
+  }
+  bucket_bytes = unit_bytes;
+  std::sort(bucket_bytes.rbegin(), bucket_bytes.rend());
+  const int64_t two_largest = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
+  const int64_t gathered = o.zero_reshard_after_forward ? two_largest + rest_bytes
+                                                         : std::accumulate(unit_bytes.begin(), unit_bytes.end(), int64_t{0});
+  t.parameters = 4 * slices + gathered;
+  t.gradients = 4 * slices;
+  const int64_t reduction = 4 * largest_parameter + bucket_bytes[0] + two_largest;  // as stage 2 (above)
+  t.reducer_buckets = std::max<int64_t>(0, reduction - activation_bytes);
   return t;
 }
 

@@ -11,6 +11,7 @@ namespace hpctrain::train::detail {
 
 // Bytes per rank of what --zero-stage changes, for options.zero_stage over options.world_size ranks.
 struct ZeroTerms {
+  int64_t parameters = 0;       // stage 3: this rank's shards and the units gathered at the peak; else unused
   int64_t gradients = 0;        // the gradients the optimizer reads: full buckets (stage 1), this rank's slices (2)
   int64_t reducer_buckets = 0;  // besides them: the reduced slices (stage 1) and what the reduction at the end of
                                 // backward holds beyond the activations' peak (both stages)
@@ -22,5 +23,8 @@ struct ZeroTerms {
 // `activation_bytes`: the step's activation peak, which the end of backward's reduction does not coincide with.
 [[nodiscard]] std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const MemoryEstimateOptions& options,
                                                   int64_t activation_bytes);
+// Stage 3 over options.world_size > 1 ranks, for the model of `config` (its units: parallel::zero3_unit_shapes).
+[[nodiscard]] ZeroTerms zero3_terms(const io::HfConfig& config, const MemoryEstimateOptions& options,
+                                    int64_t activation_bytes);
 
 }  // namespace hpctrain::train::detail

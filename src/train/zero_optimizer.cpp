@@ -1,4 +1,5 @@
-// ZeroOptimizer (zero_optimizer.hpp): the sharded optimizer of --zero-stage 1 and 2.
+// ZeroOptimizer (zero_optimizer.hpp): the sharded optimizer of --zero-stage 1, 2 and 3; reducer_shards, where
+// stages 1 and 2 keep the slices.
 #include "hpctrain/train/zero_optimizer.hpp"
 
 #include <ATen/ATen.h>
@@ -29,17 +30,55 @@
 namespace hpctrain::train {
 namespace {
 
+// Stages 1 and 2: segments are views into the parameters, as the reducer's ZeRO buckets lay them out.
+class ReducerShards final : public ZeroShards {
+ public:
+  ReducerShards(dist::Comm& comm, ddp::GradientReducer& reducer) : comm_(comm), reducer_(reducer) {
+    HPCTRAIN_CHECK(reducer.zero_stage() > 0, "ZeroOptimizer: the gradient reducer has no ZeRO stage (enable_zero first)");
+    const std::vector<at::Tensor> reduced = reducer_.parameters();
+    for (std::size_t i = 0; i < reduced.size(); ++i) index_.emplace(reduced[i].unsafeGetTensorImpl(), i);
+  }
+
+  Segment segment(const std::string& name, const at::Tensor& param) const override {
+    HPCTRAIN_CHECK(param.is_contiguous(), "--zero-stage: parameter '{}' is not contiguous", name);
+    const at::Tensor flat = param.detach().view({-1});
+    Segment out;
+    const auto found = index_.find(param.unsafeGetTensorImpl());
+    if (found == index_.end()) {  // never has a gradient: rank 0 keeps its (unchanging) state
+      out.values = flat.narrow(0, 0, comm_.rank() == 0 ? flat.numel() : 0);
+      return out;
+    }
+    const ddp::GradientReducer::Shard& shard = reducer_.shards()[found->second];
+    out.reduced = true;
+    out.bucket = shard.bucket;
+    out.slice_offset = shard.segment.slice_offset;
+    out.values = flat.narrow(0, shard.segment.begin, shard.segment.numel());
+    return out;
+  }
+  std::size_t buckets() const override { return reducer_.buckets().size(); }
+  std::vector<at::Tensor> gradient_slices() const override { return reducer_.gradient_slices(); }
+  void bucket_updated(std::size_t bucket) override { reducer_.start_parameter_allgather(bucket); }
+  void wait_updates() override { reducer_.wait_parameter_allgathers(); }
+
+ private:
+  dist::Comm& comm_;
+  ddp::GradientReducer& reducer_;
+  std::unordered_map<const void*, std::size_t> index_;  // reduced parameter -> registration index
+};
 
 }  // namespace
 
-ZeroOptimizer::ZeroOptimizer(dist::Comm& comm, ddp::GradientReducer& reducer, std::vector<optim::ParameterGroup> groups,
+std::unique_ptr<ZeroShards> reducer_shards(dist::Comm& comm, ddp::GradientReducer& reducer) {
+  return std::make_unique<ReducerShards>(comm, reducer);
+}
+
+ZeroOptimizer::ZeroOptimizer(dist::Comm& comm, ZeroShards& shards, std::vector<optim::ParameterGroup> groups,
                              const SegmentOptimizerFactory& make)
-    : Optimizer(groups), comm_(comm), reducer_(reducer) {
-  HPCTRAIN_CHECK(reducer.zero_stage() > 0, "ZeroOptimizer: the gradient reducer has no ZeRO stage (enable_zero first)");
+    : Optimizer(groups), comm_(comm), shards_(shards) {
   make_pieces(groups);
   // One inner optimizer per bucket (and one for parameters without gradients), so that a bucket's all-gather
   // runs while the next bucket is updated (Note [ZeRO gradient reduction]).
-  const std::size_t parts = reducer.buckets().size() + 1;
+  const std::size_t parts = shards.buckets() + 1;
   for (std::size_t part = 0; part < parts; ++part) {
     std::vector<optim::ParameterGroup> segment_groups;
     std::vector<int64_t> full_numels;
@@ -61,33 +100,23 @@ ZeroOptimizer::ZeroOptimizer(dist::Comm& comm, ddp::GradientReducer& reducer, st
 
 // This rank's segment of every parameter, in group order.
 void ZeroOptimizer::make_pieces(const std::vector<optim::ParameterGroup>& groups) {
-  std::unordered_map<const void*, std::size_t> reduced;
-  const std::vector<at::Tensor> reduced_parameters = reducer_.parameters();
-  for (std::size_t i = 0; i < reduced_parameters.size(); ++i) reduced.emplace(reduced_parameters[i].unsafeGetTensorImpl(), i);
   for (const optim::ParameterGroup& group : groups) {
     for (const auto& [name, tensor] : group.parameters) {
-      HPCTRAIN_CHECK(tensor.is_contiguous(), "--zero-stage: parameter '{}' is not contiguous", name);
+      const ZeroShards::Segment segment = shards_.segment(name, tensor);
       Piece piece;
       piece.name = name;
       piece.full_shape = tensor.sizes().vec();
-      const at::Tensor flat = tensor.detach().view({-1});
-      const auto found = reduced.find(tensor.unsafeGetTensorImpl());
-      if (found != reduced.end()) {
-        const ddp::GradientReducer::Shard& shard = reducer_.shards()[found->second];
-        piece.reduced = true;
-        piece.bucket = shard.bucket;
-        piece.slice_offset = shard.segment.slice_offset;
-        piece.segment = flat.narrow(0, shard.segment.begin, shard.segment.numel());
-      } else {  // never has a gradient: rank 0 keeps its (unchanging) state
-        piece.segment = flat.narrow(0, 0, comm_.rank() == 0 ? flat.numel() : 0);
-      }
+      piece.segment = segment.values;
+      piece.reduced = segment.reduced;
+      piece.bucket = segment.bucket;
+      piece.slice_offset = segment.slice_offset;
       pieces_.push_back(std::move(piece));
     }
   }
 }
 
 std::size_t ZeroOptimizer::part_of(const Piece& piece) const {
-  return piece.reduced ? piece.bucket : reducer_.buckets().size();
+  return piece.reduced ? piece.bucket : shards_.buckets();
 }
 
 // Note [ZeRO checkpoints]: every rank's numel of every state tensor, once.
@@ -207,7 +236,7 @@ void ZeroOptimizer::copy_state(const optim::OptimizerState& state) {
 double ZeroOptimizer::unscaled_sum_of_squares(double factor) {
   at::NoGradGuard no_grad;
   at::Tensor squares;  // float64 (Note [Gradient norm in float64]): only an inf or NaN element makes it non-finite
-  for (const at::Tensor& slice : reducer_.gradient_slices()) {
+  for (const at::Tensor& slice : shards_.gradient_slices()) {
     if (factor != 1.0) slice.mul_(factor);
     detail::add_sum_of_squares(squares, slice);
   }
@@ -216,14 +245,14 @@ double ZeroOptimizer::unscaled_sum_of_squares(double factor) {
 
 void ZeroOptimizer::scale_gradients(double factor) {
   at::NoGradGuard no_grad;
-  for (const at::Tensor& slice : reducer_.gradient_slices()) slice.mul_(factor);
+  for (const at::Tensor& slice : shards_.gradient_slices()) slice.mul_(factor);
 }
 
 // Bucket by bucket: update this rank's segments, then start that bucket's all-gather, which runs on the
 // communication thread while the next bucket is updated (Note [ZeRO gradient reduction]); every rank goes
 // through the buckets in the same order.
 void ZeroOptimizer::update(double lr) {
-  const std::vector<at::Tensor> slices = reducer_.gradient_slices();
+  const std::vector<at::Tensor> slices = shards_.gradient_slices();
   for (Piece& piece : pieces_) {
     if (!piece.reduced) continue;
     at::Tensor grad = slices[piece.bucket].narrow(0, piece.slice_offset, piece.segment.numel());
@@ -236,10 +265,10 @@ void ZeroOptimizer::update(double lr) {
   // updated last is the one nothing overlaps.
   for (std::size_t part = inners_.size(); part-- > 0;) {
     if (inners_[part]) inners_[part]->step(lr);
-    if (part < slices.size()) reducer_.start_parameter_allgather(part);
+    if (part < slices.size()) shards_.bucket_updated(part);
   }
   for (Piece& piece : pieces_) piece.segment.mutable_grad() = at::Tensor();
-  reducer_.wait_parameter_allgathers();
+  shards_.wait_updates();
 }
 
 }  // namespace hpctrain::train

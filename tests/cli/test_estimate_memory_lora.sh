@@ -50,6 +50,6 @@ expect_failure "unknown target module" "'query' names no linear module of Distil
   estimate --model-config "$WORK/distilbert.json" --lora-r 8 --lora-target-modules query
 expect_failure "--lora-target-modules without --lora-r" "needs --lora-r" \
   estimate --model-config "$WORK/distilbert.json" --lora-target-modules q_lin
-expect_failure "--measure with --lora-r" "--measure runs a full fine-tuning step" \
-  estimate --model-config "$WORK/distilbert.json" --lora-r 8 --measure
+expect_success "--measure with --lora-r (a LoRA step)" estimate --model-config "$WORK/distilbert.json" --lora-r 8 --measure
+grep -q "measured peak" "$WORK/out" && ok "--measure --lora-r: measured peak printed" || { bad "--measure --lora-r"; cat "$WORK/out"; }
 finish

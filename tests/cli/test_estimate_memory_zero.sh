@@ -95,8 +95,8 @@ for model, optim in (("small", "adamw"), ("small", "adamw_8bit"), ("large", "ada
 PYEOF
 
 SMALL=(--model-config "$WORK/small.json")
-expect_failure "--zero-stage 3" "--zero-stage 3: expected 0, 1 or 2" estimate "${SMALL[@]}" --zero-stage 3 --world-size 2
+expect_failure "--zero-stage 4" "--zero-stage 4: expected 0, 1, 2 or 3" estimate "${SMALL[@]}" --zero-stage 4 --world-size 2
 expect_failure "--world-size 0" "--world-size 0: expected a positive number" estimate "${SMALL[@]}" --zero-stage 1 --world-size 0
-expect_failure "--zero-stage 1 with Adafactor" "--zero-stage 1 with --optim adafactor" \
+expect_failure "--zero-stage 1 with Adafactor" "--optim adafactor with --zero-stage 1" \
   estimate "${SMALL[@]}" --zero-stage 1 --world-size 2 --optim adafactor
 finish

@@ -18,7 +18,7 @@
 
 namespace fake {
 
-// What happened, in order: ("fence" | "allreduce", the buffer's address).
+// What happened, in order: ("fence" | "allreduce" | "allgather", the buffer's address).
 struct Log {
   std::mutex mutex;
   std::vector<std::pair<std::string, const void*>> events;
@@ -65,6 +65,11 @@ class TwoRankComm final : public hpctrain::dist::Comm {
   void allgather(const void* data, std::size_t bytes, void* out) override {
     std::memcpy(out, data, bytes);
     std::memcpy(static_cast<char*>(out) + bytes, data, bytes);
+  }
+  // The other rank's block is this rank's (it holds the same values).
+  void allgather_in_place(void* data, std::size_t bytes) override {
+    log_->add("allgather", data);
+    std::memcpy(static_cast<char*>(data) + bytes, data, bytes);
   }
   [[noreturn]] void abort(int) override { throw std::runtime_error("abort"); }
   bool accepts(hpctrain::dist::MemoryKind kind) const override {

@@ -82,6 +82,6 @@ expect_error "bench without a kind" "needs a kind: comm or predict" 2 bench
 expect_error "bench comm: one size" "gives 1 size" 0 bench comm --min-size 4KiB --max-size 4KiB
 expect_error "bench predict: no network" "either --comm-json FILE or --latency-us" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1
 expect_error "bench predict: half a step" "go together \(got 2 of 3\)" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --latency-us 1 --link-gbps 1
-expect_error "bench predict: --zero-stage 3" "--zero-stage 3: expected 0, 1 or 2" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1 --latency-us 1 --link-gbps 1 --zero-stage 3
+expect_error "bench predict: --zero-stage 4" "--zero-stage 4: expected 0, 1, 2 or 3" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1 --latency-us 1 --link-gbps 1 --zero-stage 4
 expect_error "bench predict: not comm json" "is not .hpctrain bench comm --json. output" 0 bench predict --model-config "$WORK/config.json" --forward-ms 1 --backward-ms 1 --optimizer-ms 1 --comm-json "$WORK/config.json"
 finish

@@ -2,7 +2,8 @@
 # every rank runs the step at stage S, rank 0 prints the largest rank's peak; the estimate (Note [ZeRO memory
 # arithmetic]) is within 20 % of it at stages 0, 1 and 2 on the DistilBERT benchmark model (its word embeddings a
 # bucket of their own, whose reduce-scatter scratch the estimate counts) and a GPT-2-style causal LM (the logits
-# dominate). A --world-size other than the launched ranks is an error naming both.
+# dominate), and at stage 3 (sharded parameters, the gathered units) at the two larger shapes. A --world-size other
+# than the launched ranks is an error naming both.
 source "$(dirname "$0")/lib.sh"
 cp "$REPO/bench/predict/distilbert-bench.json" "$WORK/distilbert.json"
 cat >"$WORK/gpt2.json" <<'JSON'
@@ -10,9 +11,9 @@ cat >"$WORK/gpt2.json" <<'JSON'
 JSON
 # DistilBERT at 8 x 64 tokens (the reduction's transients above the activations) and 16 x 128 (bench/zero's
 # shape: the activation peak above them)
-for run in "distilbert 8 64" "distilbert 16 128" "gpt2 8 128"; do
-  read -r model batch length <<<"$run"
-  for stage in 0 1 2; do
+for run in "distilbert 8 64 0 1 2" "distilbert 16 128 0 1 2 3" "gpt2 8 128 0 1 2 3"; do
+  read -r model batch length stages <<<"$run"
+  for stage in $stages; do
     name="$model-$batch-stage$stage"
     args=(estimate-memory --model-config "$WORK/$model.json" --batch-size "$batch" --sequence-length "$length"
           --zero-stage "$stage" --world-size 2 --threads 1 --json)

@@ -22,6 +22,8 @@ hpctrain_mpi_test(train.optimizer_state_max 2 $<TARGET_FILE:mpi_train_optimizer_
 
 # mpi.train.lora_peft needs a python with peft (HPCTRAIN_TRANSFORMERS_PYTHON); without one it says SKIP.
 set_tests_properties(mpi.train.lora_peft PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")
+# mpi.train.qlora_peft needs a python with peft and bitsandbytes (HPCTRAIN_TRANSFORMERS_PYTHON); without one it says SKIP.
+set_tests_properties(mpi.train.qlora_peft PROPERTIES SKIP_REGULAR_EXPRESSION "SKIP: ")
 
 # chunked_loss_gradients (Note [Chunked loss]): the chunked loss's averaged gradients equal the unchunked ones on 2 ranks.
 add_executable(mpi_train_chunked_loss_gradients ${CMAKE_CURRENT_LIST_DIR}/chunked_loss_gradients.cpp)

@@ -20,6 +20,11 @@ void tune_host_allocator();
 // that counts tensors, not where the heap happens to place them (with the tuning, the same step measured from
 // 10 % below to 40 % above its live peak, by the optimizer's or the model's allocation order alone). Restores the tuning at the end; a no-op
 // where the tuning is not in effect.
+// Returns the heap's free pages to the OS now (glibc's malloc_trim(0), which also releases free pages inside the
+// heap, not only at its top), whatever the thresholds above say: for a one-off drop of many large tensors the next
+// step will not reuse, e.g. the float32 weights a 4-bit base replaced (Note [Quantized base]). A no-op elsewhere.
+void release_free_heap_memory();
+
 class LiveTensorResidency {
  public:
   LiveTensorResidency();

@@ -25,6 +25,7 @@ struct SplitInfo {
   int64_t num_tokens = 0;                 // text: length of input_ids
   bool has_token_type_ids = false;
   bool has_document_starts = false;       // causal-lm rows packed by documents (document_start)
+  bool has_loss_mask = false;             // causal-lm from prep sft (Note [Loss mask] in examples.hpp)
   int64_t channels = 0, height = 0, width = 0;  // images
   std::vector<double> mean, std;          // images: per channel, of pixel/255
 };

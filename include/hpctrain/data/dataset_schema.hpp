@@ -43,6 +43,7 @@ inline constexpr const char* kInputIds = "input_ids";            // int32 [T]
 inline constexpr const char* kOffsets = "offsets";               // int64 [N+1]
 inline constexpr const char* kTokenTypeIds = "token_type_ids";   // uint8 [T], sentence pairs only
 inline constexpr const char* kDocumentStart = "document_start";  // uint8 [T], causal-lm rows packed by documents
+inline constexpr const char* kLossMask = "loss_mask";            // uint8 [T], 0 or 1; causal-lm from prep sft only
 inline constexpr const char* kLabels = "labels";                 // int64 [N]; not in causal-lm files
 inline constexpr const char* kSourceIndex = "source_index";      // int64 [N]
 inline constexpr const char* kPixels = "pixels";                 // uint8 [N, C, H, W]
@@ -54,7 +55,7 @@ inline constexpr std::array<std::string_view, 3> kSplitNames = {"train", "valida
 // Chunk sizes along the example (or token) axis, in elements: 32-64 KiB per chunk. A random example
 // read decompresses one chunk per dataset, so small chunks keep global-shuffle streaming cheap; 4x larger
 // chunks compressed only ~1% better but made random reads ~4x slower (docs/hdf5-format.md).
-inline constexpr int64_t kTokenChunk = 16 * 1024;       // input_ids (64 KiB), token_type_ids (16 KiB)
+inline constexpr int64_t kTokenChunk = 16 * 1024;       // input_ids (64 KiB), token_type_ids and loss_mask (16 KiB)
 inline constexpr int64_t kExampleChunk = 4 * 1024;      // offsets, labels, source_index (32 KiB)
 inline constexpr int64_t kImageChunkBytes = 64 * 1024;  // pixels: as many whole images as fit (at least one)
 

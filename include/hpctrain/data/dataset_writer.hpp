@@ -54,7 +54,10 @@ class DatasetWriter {
 
   // The same in pieces: begin, any number of appends (each piece's offsets start at 0), end.
   // One split is open at a time; each split is written once.
-  void begin_text_split(const std::string& split, bool has_pairs, bool has_document_starts = false);
+  // has_document_starts: the examples carry document_start (packed causal-lm rows); has_loss_mask: every example
+  // carries a loss mask (Note [Loss mask] in examples.hpp; causal-lm files only).
+  void begin_text_split(const std::string& split, bool has_pairs, bool has_document_starts = false,
+                        bool has_loss_mask = false);
   void append_text(const TextExamples& piece);
   void begin_image_split(const std::string& split, int64_t channels, int64_t height, int64_t width);
   void append_images(const ImageExamples& piece);

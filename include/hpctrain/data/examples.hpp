@@ -18,6 +18,9 @@ struct TextExamples {
   // Empty, or one flag per token: 1 at the first token of each document of a row packed from several documents
   // (`prep lm --packing bfd`; Note [Document boundaries] in src/data/examples.cpp), so token 0 of a row is 1.
   std::vector<uint8_t> document_start;
+  // Note [Loss mask]: empty, or one per token: 1 where the token is a target of the loss (prep sft: the
+  // assistant's or the completion's tokens), 0 where it is context only.
+  std::vector<uint8_t> loss_mask;
   std::vector<int64_t> labels;           // one per example (kNoLabel in a causal-lm file)
   std::vector<int64_t> source_index;     // row of the example in its input file (0-based, data rows only)
 
@@ -26,22 +29,25 @@ struct TextExamples {
   [[nodiscard]] int64_t length(int64_t i) const { return offsets[i + 1] - offsets[i]; }
   [[nodiscard]] bool has_token_type_ids() const { return !token_type_ids.empty(); }
   [[nodiscard]] bool has_document_starts() const { return !document_start.empty(); }
+  [[nodiscard]] bool has_loss_mask() const { return !loss_mask.empty(); }
 
   // Appends one example. `type_ids` is empty for single sentences, else ids.size() segment ids; `starts` is
-  // empty, or ids.size() document-start flags (present in every example or in none).
+  // empty, or ids.size() document-start flags; `mask` is empty or ids.size() loss-mask values (each present in
+  // every example or in none).
   void append(const std::vector<int32_t>& ids, const std::vector<uint8_t>& type_ids, int64_t label,
-              int64_t source_row, const std::vector<uint8_t>& starts = {});
+              int64_t source_row, const std::vector<uint8_t>& starts = {}, const std::vector<uint8_t>& mask = {});
   // Appends example `i` of `other`.
   void append_from(const TextExamples& other, int64_t i);
   // Appends every example of `documents` as one example, a row packed from documents (Note [Document boundaries]):
-  // their tokens concatenated, document_start 1 at each one's first token (and where `documents` has it), the label
-  // and source_index of the first. Needs at least one example; token_type_ids as append_all.
+  // their tokens concatenated, document_start 1 at each one's first token (and where `documents` has it), their
+  // loss masks concatenated, the label and source_index of the first. Needs at least one example; token_type_ids
+  // and loss_mask as append_all.
   void append_packed(const TextExamples& documents);
-  // Appends every example of `other` (bulk copies; token_type_ids and document_start must be present in both or
-  // neither).
+  // Appends every example of `other` (bulk copies; token_type_ids, document_start and loss_mask must be present in
+  // both or neither).
   void append_all(const TextExamples& other);
   // Throws Error (naming `what`) when the arrays disagree: offsets not starting at 0, not monotone,
-  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids or
+  // offsets.back() != input_ids.size(), labels/source_index not one per example, token_type_ids, loss_mask or
   // document_start length, a document_start flag other than 0/1 or a row whose first token does not start a document.
   void check_consistent(const char* what) const;
 };

@@ -51,6 +51,9 @@ struct TextReaderOptions {
   std::uint64_t range_begin = 0;
   std::uint64_t range_end = UINT64_MAX;
   std::int64_t first_line = 1;
+  // JSONL: each record's single field is its whole line (a trailing '\r' dropped, invalid UTF-8 read as U+FFFD),
+  // unparsed: for rows with nested values (prep sft's messages), which the caller parses itself.
+  bool jsonl_whole_lines = false;
   // The file that messages (and path()) name when it is not the one read: a temporary holding the input's
   // decompressed content (Note [Splitting a gzip input] in src/prep/text_prep.cpp). Empty: the file read.
   std::filesystem::path display_path;

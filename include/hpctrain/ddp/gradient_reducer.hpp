@@ -27,9 +27,13 @@ struct ReducerOptions {
   bool overlap = true;
   // The dtype gradients travel in: f32, or bf16 (half the bytes; each rank rounds its float32 gradients to
   // bf16, the ranks sum them as bf16, the sums come back as float32 and are divided by world_size there;
-  // Note [bf16 gradient reduction] in src/ddp/gradient_reducer.cpp). float64 parameters travel as float64
+  // Note [bf16 gradient reduction] in src/ddp/bucket_reduce.cpp). float64 parameters travel as float64
   // with f32.
   dist::DType wire_dtype = dist::DType::f32;
+  // The buckets, in launch order: indices into named_parameters, each parameter once, one reduction dtype per
+  // bucket. Empty: dist::assign_buckets by the sizes above (Note [Bucket order]). ZeRO-3 gives one bucket per
+  // group of a unit's trainable parameters (Note [Sharded parameters] in src/ddp/sharded_parameters.cpp).
+  std::vector<dist::Bucket> buckets;
   // Observes the copy-fence contract (Note [Fenced collectives] in src/ddp/gradient_reducer.cpp): called with a
   // buffer right after the reducer fenced the device work queued on it — immediately before every collective
   // that reads it, and at the end of every reduction. For tests; empty in production.

@@ -96,6 +96,10 @@ class Comm {
   // ends the job with a message naming the waiting ranks and the missing ones (0: never; default
   // kDefaultCollectiveTimeoutSeconds). Not collective. Communicators without MPI never wait.
   virtual void set_collective_timeout(double seconds) { (void)seconds; }
+  // What this communicator's collectives are doing now ("parameter all-gather of unit 'transformer layer 3'"),
+  // named by the collective timeout's report of a collective that does not complete; empty: nothing. Not
+  // collective; cheap after the first use of a text (texts are kept for the process's lifetime).
+  virtual void set_label(const std::string& label) { (void)label; }
 
   // Note [Device buffers]: whether the collectives take buffers of this kind directly. Host memory always;
   // CUDA memory when the MPI library is CUDA-aware (MPIX_Query_cuda_support) — otherwise, and for host-only

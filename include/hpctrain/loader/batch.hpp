@@ -19,6 +19,9 @@ struct Batch {
   torch::Tensor input_ids;       // int64 [B, L], pad id past each example's end
   torch::Tensor attention_mask;  // int64 [B, L], 1 on tokens, 0 on padding
   torch::Tensor token_type_ids;  // int64 [B, L], segment ids (zeros for single sentences)
+  // int64 [B, L]: 1 on the tokens the loss is over, 0 on context and padding (Note [Loss mask] in
+  // data/examples.hpp); undefined when the file has none (every token counts).
+  torch::Tensor loss_mask;
   // int64 [B, L] for rows packed by documents (Note [Document boundaries] in src/data/examples.cpp), else
   // undefined: each token's position in its document, 0 at every document's first token (padding counts on).
   torch::Tensor position_ids;

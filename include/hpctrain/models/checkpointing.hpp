@@ -7,13 +7,13 @@
 
 namespace hpctrain::models {
 
-// A LayerRunner that checkpoints every layer it runs while autograd records (grad mode on and the
-// hidden states requiring grad); otherwise (evaluation, no_grad) it calls layer.forward directly.
-// The recomputation redraws the same dropout masks (restored generator states), under the same
-// autocast state, so gradients equal those of the plain forward.
-[[nodiscard]] LayerRunner checkpointing_layer_runner();
+// A layer link (Note [Layer runner chain] in model.hpp) that checkpoints every layer it runs while autograd
+// records (grad mode on and the hidden states requiring grad); otherwise (evaluation, no_grad) it calls the rest
+// of the chain directly. The recomputation redraws the same dropout masks (restored generator states), under
+// the same autocast state, so gradients equal those of the plain forward.
+[[nodiscard]] LayerLink checkpointing_layer_link();
 
-// Installs checkpointing_layer_runner() on `model` (enabled) or the plain runner (not enabled).
+// Installs checkpointing_layer_link() on `model` at LayerLinkPlace::checkpointing (enabled), or removes it.
 void set_gradient_checkpointing(Model& model, bool enabled);
 
 }  // namespace hpctrain::models

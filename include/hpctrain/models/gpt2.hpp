@@ -31,13 +31,15 @@ class Gpt2Conv1D : public torch::nn::Module, public LoraTarget {
  public:
   Gpt2Conv1D(int64_t in_features, int64_t out_features);
   at::Tensor forward(const at::Tensor& x);  // [..., in] -> [..., out]
-  [[nodiscard]] int64_t in_features() const override { return weight.size(0); }
-  [[nodiscard]] int64_t out_features() const override { return weight.size(1); }
   [[nodiscard]] at::Tensor& base_weight() override { return weight; }
   [[nodiscard]] bool fan_in_fan_out() const override { return true; }
   [[nodiscard]] torch::nn::Module& as_module() override { return *this; }
 
   at::Tensor weight, bias;
+
+ protected:
+  [[nodiscard]] int64_t stored_in_features() const override { return weight.size(0); }
+  [[nodiscard]] int64_t stored_out_features() const override { return weight.size(1); }
 };
 
 class Gpt2Attention : public torch::nn::Module {
@@ -100,6 +102,7 @@ class GPT2LMHeadModel : public CausalLM {
   // / sqrt(2 n_layer)), zero biases, LayerNorm 1 and 0.
   void init_weights() override;
   [[nodiscard]] std::vector<TransformerLayer*> transformer_layers() override;
+  [[nodiscard]] std::vector<torch::nn::Module*> unit_modules(UnitKind kind) override;
   [[nodiscard]] int64_t vocab_size() const override { return settings_.vocab_size; }
   [[nodiscard]] bool tied_head() const override { return settings_.tie_word_embeddings; }
 

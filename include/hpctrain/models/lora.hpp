@@ -26,6 +26,7 @@
 #pragma once
 
 #include "hpctrain/models/model.hpp"
+#include "hpctrain/models/nf4.hpp"
 #include "hpctrain/models/weights.hpp"
 
 #include <nlohmann/json.hpp>
@@ -69,6 +70,7 @@ struct LoraConfig {
   [[nodiscard]] static LoraConfig from_peft_json(const nlohmann::json& json, const std::string& source);
 };
 
+class Quant4StateImpl;
 // The largest rank hpctrain accepts (peft has no bound; a rank beyond the layers' widths only adds zeros).
 inline constexpr int64_t kMostLoraRank = 1 << 16;
 // Error naming each field (LoraConfig::field) for an r outside [1, kMostLoraRank], a lora_alpha that is not a
@@ -85,9 +87,10 @@ struct LoraBranch {
 class LoraTarget {
  public:
   virtual ~LoraTarget() = default;
-  [[nodiscard]] virtual int64_t in_features() const = 0;
-  [[nodiscard]] virtual int64_t out_features() const = 0;
-  // The base weight as stored: [out, in], or [in, out] when fan_in_fan_out() (Conv1D).
+  [[nodiscard]] int64_t in_features() const;
+  [[nodiscard]] int64_t out_features() const;
+  // The base weight as stored: [out, in], or [in, out] when fan_in_fan_out() (Conv1D); no elements while the base
+  // is quantized (Note [Quantized base]).
   [[nodiscard]] virtual at::Tensor& base_weight() = 0;
   [[nodiscard]] virtual bool fan_in_fan_out() const = 0;
   [[nodiscard]] virtual torch::nn::Module& as_module() = 0;
@@ -95,9 +98,16 @@ class LoraTarget {
   [[nodiscard]] bool has_lora() const { return !lora_.lora_A.is_empty(); }
   // Registers lora_A [r, in] (kaiming_uniform, a = sqrt(5)) and lora_B [out, r] (zeros) on this layer.
   void attach_lora(int64_t r, double scaling, double dropout);
-  // base weight += scaling * B·A (transposed for fan_in_fan_out); the adapter is then removed.
+  // base weight += scaling * B·A (transposed for fan_in_fan_out); the adapter is then removed. A quantized base is
+  // dequantized first.
   void merge_lora();
 
+  // Note [Quantized base]: the base weight replaced by its 4-bit form ([out, in]; `name` for errors), or back into a
+  // float32 parameter (dequantize_base: what the layer computed with).
+  void quantize_base(const Quant4Options& options, const std::string& name);
+  void dequantize_base();
+  [[nodiscard]] bool base_quantized() const { return quantized_ != nullptr; }
+  [[nodiscard]] Quant4Weight quantized_base() const;  // requires base_quantized()
   // The adapter's branch of with_lora as two factors, for a caller that applies the product itself (the LM head's
   // chunked loss, Note [LM head] in loss.hpp): branch = input @ weight^T. Undefined tensors without an adapter.
   struct LowRank {
@@ -107,11 +117,17 @@ class LoraTarget {
   [[nodiscard]] LowRank lora_factors(const at::Tensor& x, bool training) const;
 
  protected:
+  // The weight's sizes as stored (the parameter's, before any quantization).
+  [[nodiscard]] virtual int64_t stored_in_features() const = 0;
+  [[nodiscard]] virtual int64_t stored_out_features() const = 0;
+  // x Wᵀ + b with the 4-bit base (Note [Quantized base]); requires base_quantized().
+  [[nodiscard]] at::Tensor quantized_base_output(const at::Tensor& x, const at::Tensor& bias) const;
   // base_output + lora_B(lora_A(dropout(x))) * scaling; base_output itself without an adapter.
   [[nodiscard]] at::Tensor with_lora(const at::Tensor& base_output, const at::Tensor& x, bool training) const;
 
  private:
   LoraBranch lora_;
+  std::shared_ptr<Quant4StateImpl> quantized_;  // registered as the submodule "base_4bit" while quantized
 };
 
 // torch::nn::Linear that can carry an adapter (same parameters, names and initialization as a Linear).
@@ -119,11 +135,13 @@ class LoraLinearImpl : public torch::nn::LinearImpl, public LoraTarget {
  public:
   using torch::nn::LinearImpl::LinearImpl;
   at::Tensor forward(const at::Tensor& x);
-  [[nodiscard]] int64_t in_features() const override { return weight.size(1); }
-  [[nodiscard]] int64_t out_features() const override { return weight.size(0); }
   [[nodiscard]] at::Tensor& base_weight() override { return weight; }
   [[nodiscard]] bool fan_in_fan_out() const override { return false; }
   [[nodiscard]] torch::nn::Module& as_module() override { return *this; }
+
+ protected:
+  [[nodiscard]] int64_t stored_in_features() const override { return weight.size(1); }
+  [[nodiscard]] int64_t stored_out_features() const override { return weight.size(0); }
 };
 TORCH_MODULE(LoraLinear);
 
@@ -141,6 +159,8 @@ struct LoraLayout {
 [[nodiscard]] std::string lora_task_type(const Model& model);
 // PEFT's modules_to_save for the task: {"classifier", "score"} for SEQ_CLS, none for CAUSAL_LM.
 [[nodiscard]] std::vector<std::string> default_modules_to_save(const std::string& task_type);
+// The model's LoRA-capable layers (LoraLinear, GPT-2's Conv1D) with their full names, in model order.
+[[nodiscard]] std::vector<std::pair<std::string, LoraTarget*>> lora_target_layers(Model& model);
 // The model's LoRA-capable layers' short names ("q_lin", "lin1", ...), distinct, in model order.
 [[nodiscard]] std::vector<std::string> linear_module_names(Model& model);
 

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -84,10 +85,32 @@ class TransformerLayer : public torch::nn::Module {
   virtual at::Tensor forward(const at::Tensor& hidden, const LayerContext& context) = 0;
 };
 
-// Runs one layer; the default calls layer.forward(hidden, context). A checkpointing or profiling
-// wrapper replaces it (Model::set_layer_runner).
+// Runs one layer; the plain runner calls layer.forward(hidden, context).
 using LayerRunner =
     std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context)>;
+
+// Note [Layer runner chain]
+// A model runs each transformer layer through a chain of links ending in layer.forward: each link does its work
+// around the rest of the chain (`next`), which it calls once (or, gradient checkpointing, again in backward). A
+// link has a fixed place, so wrappers compose whatever order they are installed in: ZeRO-3's parameter gather
+// (src/train/parallel/fully_sharded.cpp) is outside gradient checkpointing (Note [Layer checkpointing]), whose
+// recomputation in backward then finds the parameters gathered, and a custom runner (set_layer_runner, e.g. a
+// profiler) is innermost. `next` stays valid while the model's links are not changed.
+using LayerLink = std::function<at::Tensor(TransformerLayer& layer, const at::Tensor& hidden,
+                                           const LayerContext& context, const LayerRunner& next)>;
+enum class LayerLinkPlace { parameter_gather = 0, checkpointing = 1, custom = 2 };  // outermost first
+
+// Note [Unit hooks]
+// Besides its transformer layers, a model runs two units through a hook: the embeddings (token ids -> the first
+// layer's input) and the head (the last hidden states -> logits, or a loss computed through the head). A hook
+// gets the unit's input and a body that computes the unit from it; it calls the body once with the input (or a
+// tensor of the same values standing in for it) and returns its output, doing its own work around it: ZeRO-3
+// gathers the unit's parameters (src/train/parallel/fully_sharded.cpp). unit_modules() names the modules whose
+// parameters each unit reads (a tied head reads the input embedding); every other parameter outside the layers
+// (final norms, poolers) is read outside the hooks.
+enum class UnitKind { embeddings, head };
+using UnitBody = std::function<at::Tensor(const at::Tensor& input)>;
+using UnitRunner = std::function<at::Tensor(UnitKind kind, const at::Tensor& input, const UnitBody& body)>;
 
 // What every model says about itself for loading and saving (Note [Base checkpoints]).
 struct ModelSpec {
@@ -121,19 +144,33 @@ class Model : public torch::nn::Module {
 
   // The transformer blocks in order (empty for vision models), for wrappers such as checkpointing.
   [[nodiscard]] virtual std::vector<TransformerLayer*> transformer_layers() { return {}; }
-  void set_layer_runner(LayerRunner runner) { layer_runner_ = std::move(runner); }
+  // Note [Layer runner chain]: installs `link` at `place` (an empty link removes it).
+  void set_layer_link(LayerLinkPlace place, LayerLink link);
+  // The innermost link: `runner` runs the layer itself (the plain runner when empty).
+  void set_layer_runner(LayerRunner runner);
+
+  // Note [Unit hooks]: the modules whose parameters the `kind` unit reads (empty: the model runs no such unit).
+  [[nodiscard]] virtual std::vector<torch::nn::Module*> unit_modules(UnitKind kind) { return {}; }
+  void set_unit_runner(UnitRunner runner) { unit_runner_ = std::move(runner); }
 
   // The config the model was built from (unknown keys kept), which save_pretrained writes back.
   [[nodiscard]] const io::HfConfig& config() const { return config_; }
 
  protected:
   at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
-    return layer_runner_ ? layer_runner_(layer, hidden, context) : layer.forward(hidden, context);
+    return chain_.empty() ? layer.forward(hidden, context) : chain_.front()(layer, hidden, context);
+  }
+  at::Tensor run_unit(UnitKind kind, const at::Tensor& input, const UnitBody& body) {
+    return unit_runner_ ? unit_runner_(kind, input, body) : body(input);
   }
 
  private:
+  void build_chain();
+
   io::HfConfig config_;
-  LayerRunner layer_runner_;
+  std::array<LayerLink, 3> links_;  // by LayerLinkPlace
+  std::vector<LayerRunner> chain_;  // chain_[i] runs the i-th installed link with next = chain_[i + 1]; empty: none
+  UnitRunner unit_runner_;
 };
 
 // A classifier: forward(inputs) -> logits [B, num_labels] (+ loss). DistilBERT, BERT and the vision models.

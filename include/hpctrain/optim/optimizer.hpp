@@ -137,6 +137,9 @@ void save_optimizer_file(const std::filesystem::path& path, const Optimizer& opt
 // parameter's start) for the optimizer `options.optim` names to update it exactly as it updates the whole
 // parameter: 256 (the quantization block) for 8-bit AdamW's quantized parameters, else 1.
 [[nodiscard]] int64_t segment_alignment(const OptimizerOptions& options, int64_t numel);
+// The largest segment_alignment any --optim asks of a parameter of `numel` elements: ZeRO-3 lays its parameters
+// out when the model is prepared, before the optimizer is known (Note [Sharded parameters]).
+[[nodiscard]] int64_t any_segment_alignment(int64_t numel);
 // The optimizer `options.optim` names over `groups` of parameter segments, deciding per-parameter choices by
 // the whole parameter (`full_numels`, one per segment in group order: 8-bit AdamW quantizes a segment of a
 // parameter of >= 4,096 elements however small the segment). Adafactor's factored moments need whole

@@ -44,6 +44,12 @@ class ByteLevelBpeTokenizer {
   // UTF-8 read as U+FFFD (a token may end inside a character: decode whole sequences, not token by token).
   [[nodiscard]] std::string decode(const std::vector<int32_t>& ids) const;
 
+  // The bytes of the text one token stands for (an added token's content, a vocabulary token's bytes), without
+  // repairing UTF-8: a token may end inside a character. "" for an id of no token.
+  [[nodiscard]] std::string token_bytes(int32_t id) const;
+  // Whether the id is one of tokenizer.json's added tokens (special or not).
+  [[nodiscard]] bool is_added_token(int32_t id) const;
+
   // Ids run over [0, vocab_size()): the model's vocabulary and the added tokens (len(tokenizer) in transformers).
   [[nodiscard]] size_t vocab_size() const;
   [[nodiscard]] std::optional<int32_t> token_to_id(std::string_view token) const;  // added token or vocabulary

@@ -38,6 +38,7 @@
 #include "hpctrain/loader/shard_loader.hpp"
 #include "hpctrain/train/accelerator_options.hpp"
 #include "hpctrain/optim/optimizer.hpp"
+#include "hpctrain/train/parallel/strategy.hpp"
 #include "hpctrain/train/precision.hpp"
 
 namespace hpctrain::train {
@@ -64,20 +65,6 @@ class ModelFiles {
   [[nodiscard]] virtual std::map<std::string, at::Tensor> read(const std::filesystem::path& dir) const = 0;
   // The live tensors read() fills.
   [[nodiscard]] virtual std::map<std::string, at::Tensor> tensors() const = 0;
-};
-
-// What Accelerator::optimizer_step did (Note [The step protocol]).
-struct StepOutcome {
-  enum class Result {
-    stepped,
-    skipped_overflow,        // loss scaling: the unscaled gradients held inf/NaN on some rank; the scale shrank
-    skipped_nonfinite_loss,  // skip_step(): every rank agreed to skip (a non-finite loss, --skip-nonfinite)
-  };
-  Result result = Result::stepped;
-  double grad_norm = 0;              // global L2 norm of the gradients before clipping; 0 when skipped
-  double lr = 0;                     // the learning rate the step used (or would have used)
-  std::optional<double> loss_scale;  // after this step's scaler update; nullopt without loss scaling
-  [[nodiscard]] bool stepped() const { return result == Result::stepped; }
 };
 
 class Accelerator {
@@ -113,9 +100,10 @@ class Accelerator {
                                                              loader::LoaderOptions options);
   void register_optimizer(optim::Optimizer& optimizer) { optimizer_ = &optimizer; }
   // Collective, after prepare_model: the optimizer options.optim names over `named` (weight_decay_groups, no
-  // decay for the prepared model's norm weights and biases: Note [Weight decay groups]),
-  // registered. With options().zero_stage 1 or 2 on more than one rank a ZeroOptimizer (zero_optimizer.hpp)
-  // that keeps state for this rank's slices only; make_optimizer(options, named) otherwise.
+  // decay for the prepared model's norm weights and biases: Note [Weight decay groups]), registered, made by the
+  // parallelism strategy (parallel/strategy.hpp): with options().zero_stage 1 to 3 on more than one rank a
+  // ZeroOptimizer (zero_optimizer.hpp) that keeps state for this rank's slices only; make_optimizer(options, named,
+  // no_decay) otherwise.
   [[nodiscard]] std::unique_ptr<optim::Optimizer> make_optimizer(const optim::OptimizerOptions& options,
                                                                  const optim::NamedParameters& named);
 
@@ -140,7 +128,7 @@ class Accelerator {
 
   // Loss scaling (PrecisionPolicy::scaler()): divides the averaged gradients by the scale once per step and
   // returns whether any is inf/NaN (found_inf; later calls in the step return the same). Agreed without a
-  // collective of its own: Note [Found-inf agreement]. Without loss scaling: false, nothing done.
+  // collective of its own: Note [Found-inf agreement] (src/train/parallel/replicated.cpp). Without loss scaling: false, nothing done.
   [[nodiscard]] bool unscale_gradients();
   // After every optimizer step, taken or skipped on found_inf: the scaler's update (GradScaler.update()).
   void update_loss_scale();
@@ -222,24 +210,27 @@ class Accelerator {
   void print_line(const std::string& line);
 
   [[nodiscard]] ddp::GradientReducer& reducer();
+  // Collective: runs `use` while every parameter of the prepared model holds its whole value on every rank (with
+  // --zero-stage 3 they are gathered for it); with `keep_changes` what `use` wrote stays (the same on every rank).
+  // Reading or writing the model's parameters outside forward (checkpoints, replica checks) goes through it.
+  void with_whole_model(const std::function<void()>& use, bool keep_changes = false);
+  // Bytes this rank holds of the parameters, their gradients between steps and the registered optimizer's state.
+  [[nodiscard]] int64_t model_state_bytes();
   [[nodiscard]] torch::nn::Module& model();
 
  private:
   void log_warnings(const std::string& warnings);
-  [[nodiscard]] bool zero_active() const { return options_.zero_stage > 0 && comm_.world_size() > 1; }
-  StepOutcome zero_step(double lr, double max_grad_norm);
   void load_scaler(const std::filesystem::path& dir);
 
   dist::Comm& comm_;
   AcceleratorOptions options_;
   at::Device device_{at::kCPU};
   PrecisionPolicy precision_;
-  bool unscaled_ = false, found_inf_ = false;  // this step's unscale_gradients()
+  parallel::ScaleState scale_;  // this step's unscale_gradients()
   int threads_ = 1;
   torch::nn::Module* model_ = nullptr;
   optim::Optimizer* optimizer_ = nullptr;
-  std::vector<at::Tensor> trainable_;
-  std::unique_ptr<ddp::GradientReducer> reducer_;
+  std::unique_ptr<parallel::Strategy> strategy_;  // --zero-stage (parallel/strategy.hpp)
   std::vector<std::filesystem::path> tokenizer_files_;
   std::shared_ptr<const ModelFiles> model_files_;
   std::set<std::string> logged_warnings_;

@@ -35,8 +35,12 @@ struct AcceleratorOptions {
   int64_t local_sgd_steps = 0;          // > 0: Local SGD, parameters averaged every K steps (local_sgd_step()); 0 = off
   // ZeRO (DeepSpeed's and Accelerate's name): 0 = every rank holds everything; 1 = optimizer state sharded
   // (gradient buckets reduce-scattered, each rank updates its slices, parameters all-gathered); 2 = gradients
-  // sharded too. Needs the optimizer from Accelerator::make_optimizer. Note [ZeRO slices] in src/dist/zero_slices.cpp.
+  // sharded too; 3 = parameters sharded too, gathered unit by unit around their use. Needs the optimizer from
+  // Accelerator::make_optimizer. Note [ZeRO slices] in src/dist/zero_slices.cpp; parallel/strategy.hpp.
   int zero_stage = 0;
+  // Stage 3: release a unit's gathered parameters after its forward and gather them again for its backward
+  // (true), or keep them from forward to backward (false: one all-gather fewer per unit, more memory).
+  bool zero_reshard_after_forward = true;
 };
 
 }  // namespace hpctrain::train

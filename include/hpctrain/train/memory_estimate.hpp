@@ -7,12 +7,14 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "hpctrain/dist/buckets.hpp"
 #include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/models/nf4.hpp"
 #include "hpctrain/models/loss.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
@@ -30,8 +32,9 @@ struct MemoryEstimateOptions {
   bool gradients_are_bucket_views = true;  // CPU: the reducer's buckets hold the gradients (no extra copy)
   optim::OptimizerOptions optimizer;
   // ZeRO (Note [ZeRO memory arithmetic] in src/train/zero_memory_estimate.cpp): 0 = every rank holds everything;
-  // 1 = optimizer state sharded over world_size ranks; 2 = the reduced gradients too.
+  // 1 = optimizer state sharded over world_size ranks; 2 = the reduced gradients too; 3 = the parameters too.
   int zero_stage = 0;
+  bool zero_reshard_after_forward = true;  // stage 3: units released after forward (train's --zero-reshard-after-forward)
   int world_size = 1;
   int64_t first_bucket_bytes = dist::kDefaultFirstBucketBytes;  // the gradient buckets' caps (--first-bucket-mb,
   int64_t bucket_bytes = dist::kDefaultBucketBytes;             // --bucket-mb), bytes
@@ -39,6 +42,8 @@ struct MemoryEstimateOptions {
   // lora_target_modules (as train's --lora-target-modules; "" = PEFT's default); 0 = full fine-tuning.
   int64_t lora_r = 0;
   std::string lora_target_modules;
+  // QLoRA (--quantize-base, needs lora_r > 0): the frozen linear layers held in 4-bit form (Note [Quantized base]).
+  std::optional<models::Quant4Options> quantize;
   // Causal LMs: tokens per chunk of the head and its loss (--loss-chunk-tokens, Note [Chunked loss] in
   // models/loss.hpp); 0 = unchunked.
   int64_t loss_chunk_tokens = models::kDefaultLossChunkTokens;
@@ -66,6 +71,9 @@ struct MemoryEstimate {
   int64_t parameter_count = 0;            // with LoRA's adapters
   int64_t trainable_parameter_count = 0;  // what has gradients and optimizer state (all but LoRA's frozen base)
   int64_t lora_r = 0;
+  std::string quantize_base;                 // "nf4" | "fp4" | "" (full precision)
+  int64_t quantized_parameter_count = 0;     // weights held in 4-bit form (counted in parameters at their bytes)
+  int64_t dequantized_weight = 0;            // bytes: the largest 4-bit layer's weight dequantized for its product
   // Bytes. Under ZeRO (stage > 0, world_size > 1): gradients are the full buckets (stage 1) or this rank's
   // reduced slices (stage 2); reducer_buckets the reduced slices (stage 1) or the buckets in flight during
   // backward (stage 2); optimizer_state the largest rank's share.
@@ -96,6 +104,7 @@ struct MeasuredStep {
   int64_t peak_bytes = 0;      // peak resident memory of the step minus `baseline_bytes`
   int64_t baseline_bytes = 0;  // resident memory before the model was built
   int ranks = 1;               // ranks that ran the step; both figures are the largest over them
+  int64_t model_bytes = 0;     // the measured model's parameters and buffers (a 4-bit base at its packed size)
 };
 // One real training step in this process: model, gradient reducer (single-process Comm), optimizer,
 // forward/backward/step on random token ids of options.batch_size x options.sequence_length, under bf16

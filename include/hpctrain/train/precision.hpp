@@ -23,7 +23,7 @@ enum class MixedPrecision { no, bf16, fp16 };
 enum class LossScaling { automatic, dynamic };
 
 // --grad-reduce-dtype: the dtype gradients travel in while the ranks average them (fp32, or bf16: half the
-// bytes; Note [bf16 gradient reduction] in src/ddp/gradient_reducer.cpp).
+// bytes; Note [bf16 gradient reduction] in src/ddp/bucket_reduce.cpp).
 enum class GradReduceDtype { fp32, bf16 };
 
 [[nodiscard]] MixedPrecision parse_mixed_precision(std::string_view text);  // Error naming --mixed-precision

@@ -24,6 +24,10 @@ struct ScalingInputs {
   dist::AlphaBeta network;            // per ring step (Note [Ring alpha-beta])
   bool overlap = true;                // buckets reduced on the communication thread while backward runs
   int zero_stage = 0;                 // 1 or 2: ZeRO's reduce-scatter, sharded update, all-gather (Note [ZeRO step model])
+  // Stage 3 (Note [ZeRO-3 step model]): the units' fp32 bytes in forward order (zero3_unit_bytes), and whether a
+  // unit is gathered again for backward (--zero-reshard-after-forward).
+  std::vector<int64_t> unit_bytes;
+  bool reshard_after_forward = true;
 };
 
 struct StepPrediction {
@@ -31,7 +35,7 @@ struct StepPrediction {
   double step_s = 0;          // forward + max(backward, the last bucket's end) + optimizer (+ ZeRO's all-gathers)
   double comm_s = 0;          // sum of the buckets' ring allreduce times (ZeRO: reduce-scatters, norm, all-gathers)
   double optimizer_s = 0;     // the update's compute: step.optimizer_s, under ZeRO / ranks (each rank its slices)
-  double allgather_s = 0;     // ZeRO: the parameter all-gathers after the update (in comm_s; all exposed)
+  double allgather_s = 0;     // ZeRO: the parameter all-gathers (after the update; stage 3: around each unit) (in comm_s)
   double exposed_comm_s = 0;  // step_s - (forward + backward + optimizer_s): the communication nothing hid
   double efficiency = 1;      // step.total() / step_s: weak scaling (fixed batch per rank)
 };
@@ -50,7 +54,20 @@ struct StepPrediction {
 // each). The all-gathers run after the whole update, as the core does (overlapping them with later buckets'
 // updates is not done), so they are exposed. Bytes on the wire equal stage 0's; the padding of each bucket to
 // a multiple of p elements is ignored. Stage 1 and 2 take the same time here (they differ in memory).
+//
+// Note [ZeRO-3 step model]: with zero_stage 3 on more than one rank the buckets are the units (unit_bytes, in
+// forward order) and one communication timeline carries every collective in the order the step issues them. In
+// forward a unit computes forward_s x its share of the bytes once its all-gather (half a ring) has ended; the
+// all-gather of the next unit starts when this one starts computing (the prefetch). Backward runs the units in
+// reverse the same way: with reshard_after_forward each is gathered again first (the one before it prefetched),
+// and each unit's reduce-scatter (half a ring) is queued when its backward ends. Then the norm's allreduce and the
+// update of this rank's shards (optimizer_s / p); no all-gather after it (the next forward gathers). Bytes: the
+// gathers add one half ring per unit per forward and per backward with resharding, so at p = 2 the wire carries
+// 1.5x stage 0's bytes (1x without resharding: docs/zero.md, "Bytes on the wire").
 [[nodiscard]] StepPrediction predict_step(const ScalingInputs& inputs, int ranks);
+
+// The fp32 bytes of each unit --zero-stage 3 gathers (parallel::zero3_unit_shapes), in forward order.
+[[nodiscard]] std::vector<int64_t> zero3_unit_bytes(const io::HfConfig& config);
 
 // The fp32 gradient bytes of each bucket, as the gradient reducer assigns them for this model's parameters.
 [[nodiscard]] std::vector<int64_t> gradient_bucket_bytes(const ParameterShapes& shapes);

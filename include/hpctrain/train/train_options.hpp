@@ -36,6 +36,10 @@ struct TrainOptions {
   std::string lora_target_modules;         // comma list or all-linear; "" = PEFT's default for the model type
   std::string lora_modules_to_save = "auto";  // comma list; auto = PEFT's for the task (classifier heads); none
   bool merge_lora = false;                 // also write OUTPUT/final-merged: the base with the adapter merged
+  // QLoRA (Note [Quantized base] in models/quantized_linear.hpp): the frozen base's linear layers in 4-bit form.
+  std::string quantize_base;               // "" (full precision) | nf4 | fp4; needs lora_r > 0
+  bool double_quant = true;                // the absmax values 8-bit quantized too (--no-double-quant: off)
+  int64_t quant_blocksize = 64;            // weights per absmax block (a power of two, 32..4096)
 
   // ---- Optimization ----
   int64_t epochs = 3;

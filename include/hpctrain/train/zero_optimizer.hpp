@@ -1,8 +1,10 @@
-// ZeroOptimizer: ZeRO stages 1 and 2's optimizer (--zero-stage, Note [ZeRO slices] in
+// ZeroOptimizer: the sharded optimizer of --zero-stage 1, 2 and 3 (Note [ZeRO slices] in
 // src/dist/zero_slices.cpp). It wraps an optimizer of the chosen kind built over this rank's segments of the
-// parameters (views into them), feeds it the reducer's averaged gradient slices, and after each update
-// all-gathers the parameters. Checkpoints keep stage 0's layout (Note [ZeRO checkpoints]). Built by
-// Accelerator::make_optimizer; Accelerator::optimizer_step drives its step (Note [The step protocol]).
+// parameters, feeds it the reducer's averaged gradient slices, and after each bucket's update tells the
+// ZeroShards (stages 1-2: all-gather the parameters; stage 3: nothing, the next forward gathers them).
+// Checkpoints keep stage 0's layout (Note [ZeRO checkpoints]). Built by the sharded strategies
+// (parallel/strategy.hpp) through Accelerator::make_optimizer; Accelerator::optimizer_step drives its step
+// (Note [The step protocol]).
 #pragma once
 
 #include <cstdint>
@@ -18,15 +20,42 @@
 
 namespace hpctrain::train {
 
+// Where a ZeroOptimizer's slices live: stages 1-2, views into the parameters laid out by the gradient reducer's
+// buckets (reducer_shards); stage 3, the shards of ddp::ShardedParameters (src/train/parallel/fully_sharded.cpp).
+class ZeroShards {
+ public:
+  virtual ~ZeroShards() = default;
+  struct Segment {
+    at::Tensor values;         // this rank's elements of the parameter, 1-D, updated in place
+    bool reduced = false;      // false: the parameter has no gradient bucket (never gets a gradient)
+    std::size_t bucket = 0;    // its gradient bucket
+    int64_t slice_offset = 0;  // where its segment starts in the bucket's gradient slice
+  };
+  // This rank's segment of `param` (named `name`). A parameter without a bucket: its values (rank 0 the whole of
+  // it, stages 1-2) or its shard segment (stage 3), with reduced false.
+  [[nodiscard]] virtual Segment segment(const std::string& name, const at::Tensor& param) const = 0;
+  [[nodiscard]] virtual std::size_t buckets() const = 0;
+  // This rank's averaged gradient slice of every bucket, after a synced backward (GradientReducer::gradient_slices).
+  [[nodiscard]] virtual std::vector<at::Tensor> gradient_slices() const = 0;
+  // Collective, between steps: bucket `bucket`'s segments are updated (every rank calls it for every bucket, in the
+  // same order); wait_updates() after the last one.
+  virtual void bucket_updated(std::size_t bucket) = 0;
+  virtual void wait_updates() = 0;
+};
+
+// Stages 1 and 2: the segments are views into the parameters (Note [ZeRO slices]), and each updated bucket's
+// parameters are all-gathered (GradientReducer::start_parameter_allgather). `reducer` has ZeRO enabled.
+[[nodiscard]] std::unique_ptr<ZeroShards> reducer_shards(dist::Comm& comm, ddp::GradientReducer& reducer);
+
 // Builds the inner optimizer over segment groups; full_numels: the whole parameter's numel of each segment.
 using SegmentOptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(
     std::vector<optim::ParameterGroup> groups, const std::vector<int64_t>& full_numels)>;
 
 class ZeroOptimizer final : public optim::Optimizer {
  public:
-  // Collective. `reducer` has ZeRO enabled (GradientReducer::enable_zero); `groups` are over whole
-  // parameters (a parameter the reducer does not reduce, a frozen one, is owned whole by rank 0).
-  ZeroOptimizer(dist::Comm& comm, ddp::GradientReducer& reducer, std::vector<optim::ParameterGroup> groups,
+  // Collective. `groups` are over whole parameters; `shards` (which must outlive the optimizer) says where this
+  // rank's segment of each lives.
+  ZeroOptimizer(dist::Comm& comm, ZeroShards& shards, std::vector<optim::ParameterGroup> groups,
                 const SegmentOptimizerFactory& make);
 
   [[nodiscard]] std::string type() const override { return first_inner().type(); }
@@ -65,7 +94,7 @@ class ZeroOptimizer final : public optim::Optimizer {
   [[nodiscard]] const optim::Optimizer& first_inner() const;
 
   dist::Comm& comm_;
-  ddp::GradientReducer& reducer_;
+  ZeroShards& shards_;
   std::vector<Piece> pieces_;
   // inners_[b]: the optimizer of bucket b's segments; the last: parameters without gradients (null if none)
   std::vector<std::unique_ptr<optim::Optimizer>> inners_;

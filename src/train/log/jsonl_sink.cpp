@@ -53,6 +53,8 @@ class JsonlSink final : public LogSink {
     if (w.mfu_peak_raised) line["mfu_peak_raised"] = true;  // Note [MFU never above 100 %]
     if (w.mfu_clamped) line["mfu_clamped"] = true;
     if (r.optimizer_state_bytes) line["optimizer_state_bytes"] = *r.optimizer_state_bytes;
+    if (r.model_bytes) line["model_bytes"] = *r.model_bytes;
+    if (r.model_state_bytes) line["model_state_bytes"] = *r.model_state_bytes;
     if (r.skipped) line["skipped"] = true;
     if (r.loss_scale) line["loss_scale"] = *r.loss_scale;
     write(line);

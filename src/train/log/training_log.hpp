@@ -42,6 +42,11 @@ struct StepRecord {
   double flops = 0;        // the model's training FLOPs for them (Note [Model FLOPs]); 0 when unknown
   // The largest optimizer state one rank holds, bytes (Note [Optimizer state bytes]); set on logged steps.
   std::optional<int64_t> optimizer_state_bytes{};
+  // Bytes of this rank's model parameters and buffers (a 4-bit base at its packed size, models::model_bytes); set
+  // on logged steps.
+  std::optional<int64_t> model_bytes{};
+  // The largest parameters + gradients + optimizer state one rank holds, bytes; set on logged steps.
+  std::optional<int64_t> model_state_bytes{};
 };
 
 // An evaluation's Hugging Face log_history entry, as metrics.jsonl writes it too: {"epoch", "eval_loss",

@@ -1,0 +1,74 @@
+// The dequantization of one element of a 4-bit weight (Note [4-bit rounding] in models/nf4.hpp), shared by the CPU
+// loop (nf4.cpp), the CUDA kernel (nf4_cuda.cu) and its CPU test (tests/cuda_logic). Plain C++: no LibTorch, no
+// CUDA headers. Internal to src/models.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define HPCTRAIN_QUANT4_HOST_DEVICE __host__ __device__
+#else
+#define HPCTRAIN_QUANT4_HOST_DEVICE
+#endif
+
+namespace hpctrain::models::detail {
+
+// The code of element i: the high nibble of byte i / 2 for an even i, the low one for an odd i.
+HPCTRAIN_QUANT4_HOST_DEVICE inline unsigned quant4_code(const unsigned char* codes, int64_t i) {
+  const unsigned byte = codes[i >> 1];
+  return (i & 1) != 0 ? byte & 0x0Fu : byte >> 4;
+}
+
+// The absmax of block `block` of a nested weight: fl(map[absmax_codes[block]] * absmax2[block / 256]) + offset,
+// each operation rounded to float32 (bitsandbytes' dequantize_blockwise, then `absmax += offset`).
+HPCTRAIN_QUANT4_HOST_DEVICE inline float nested_absmax(const float* dynamic_map, const unsigned char* absmax_codes,
+                                                       const float* absmax2, float offset, int64_t block) {
+  const float scaled = dynamic_map[absmax_codes[block]] * absmax2[block / 256];
+  return scaled + offset;
+}
+
+// Element i of the weight in float32: fl(values[code] * absmax).
+HPCTRAIN_QUANT4_HOST_DEVICE inline float quant4_element(const unsigned char* codes, const float* values16, float absmax,
+                                                        int64_t i) {
+  return values16[quant4_code(codes, i)] * absmax;
+}
+
+// float32 to bfloat16 bits, to nearest even (core/float_bits.hpp's f32_to_bf16, NaN made quiet).
+HPCTRAIN_QUANT4_HOST_DEVICE inline std::uint16_t quant4_to_bf16(float value) {
+#if defined(__CUDA_ARCH__)
+  const std::uint32_t bits = __float_as_uint(value);
+#else
+  std::uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+#endif
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FC0u;
+  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+// The device arrays of one dequantization (nf4_cuda.cu): out[i] for i < numel, in float32 or bfloat16 bits.
+struct Quant4CudaArgs {
+  const unsigned char* codes = nullptr;
+  const float* absmax = nullptr;              // float32 per block (already dequantized when nested)
+  const float* values16 = nullptr;            // the type's 16 values (device memory)
+  void* out = nullptr;
+  int64_t numel = 0, blocksize = 64;
+  bool bf16 = false;
+};
+
+// The nested absmax of every block into `absmax_out` (device memory, `blocks` floats).
+struct NestedAbsmaxCudaArgs {
+  const float* dynamic_map = nullptr;        // 256 values (device memory)
+  const unsigned char* absmax_codes = nullptr;
+  const float* absmax2 = nullptr;
+  const float* offset = nullptr;             // one value (device memory)
+  float* absmax_out = nullptr;
+  int64_t blocks = 0;
+};
+
+// Queue the kernels on `stream` (a cudaStream_t); each returns null, or the launch's CUDA error text. Only built
+// with -DHPCTRAIN_WITH_CUDA=ON.
+const char* quant4_nested_absmax_cuda(const NestedAbsmaxCudaArgs& args, void* stream);
+const char* quant4_dequantize_cuda(const Quant4CudaArgs& args, void* stream);
+
+}  // namespace hpctrain::models::detail

@@ -1,0 +1,70 @@
+// QLoRA at the model level (qlora.hpp, Note [Quantized base]).
+#include "hpctrain/models/qlora.hpp"
+
+#include <fmt/format.h>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/core/host_allocator.hpp"
+#include "hpctrain/models/lora.hpp"
+
+namespace hpctrain::models {
+
+std::string QuantizedBase::summary() const {
+  return fmt::format("--quantize-base {}{}: {} frozen linear layers ({} weights) in 4-bit form, {:.1f} MiB instead of "
+                     "{:.1f} MiB in float32 ({:.3f} bits per weight, blocks of {})",
+                     to_string(options.type), options.double_quant ? " --double-quant" : "", layers.size(), weights,
+                     static_cast<double>(bytes) / (1 << 20), static_cast<double>(float32_bytes) / (1 << 20),
+                     weights > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(weights) : 0.0,
+                     options.blocksize);
+}
+
+QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
+  check_quant4_blocksize(options.blocksize);
+  QuantizedBase out;
+  out.options = options;
+  for (const auto& [name, layer] : lora_target_layers(model)) {
+    if (layer->base_weight().requires_grad() || layer->base_quantized()) continue;  // a module to save trains
+    const int64_t numel = layer->base_weight().numel();
+    layer->quantize_base(options, name);
+    out.layers.push_back(name);
+    out.weights += numel;
+    out.bytes += layer->quantized_base().bytes();
+    out.float32_bytes += 4 * numel;
+  }
+  HPCTRAIN_CHECK(!out.layers.empty(), "--quantize-base: {} has no frozen linear layer to quantize",
+                 model.spec().architecture);
+  // The float32 weights just freed sit in the heap (the tuned heap keeps what it frees, Note [Host allocator]), and
+  // nothing of that size comes back: returned to the OS, the resident set is the 4-bit model's, not the float32 one's.
+  core::release_free_heap_memory();
+  return out;
+}
+
+void dequantize_base(Model& model) {
+  for (const auto& [name, layer] : lora_target_layers(model)) layer->dequantize_base();
+}
+
+int64_t quantized_layer_count(Model& model) {
+  int64_t count = 0;
+  for (const auto& [name, layer] : lora_target_layers(model)) count += layer->base_quantized() ? 1 : 0;
+  return count;
+}
+
+void check_not_prequantized(const io::HfConfig& config) {
+  const nlohmann::json& raw = config.raw();
+  if (!raw.is_object() || !raw.contains("quantization_config")) return;
+  const nlohmann::json& q = raw["quantization_config"];
+  const std::string method = q.is_object() && q.contains("quant_method") && q["quant_method"].is_string()
+                                 ? q["quant_method"].get<std::string>() : "unknown";
+  fail("'{}': quantization_config (quant_method {}): this base is quantized already, and hpctrain reads full-precision "
+       "weights only\n  hint: pass the unquantized base as --model; --quantize-base nf4 quantizes it at load as "
+       "bitsandbytes does", config.source(), method);
+}
+
+int64_t model_bytes(const torch::nn::Module& model) {
+  int64_t bytes = 0;
+  for (const auto& p : model.parameters()) bytes += static_cast<int64_t>(p.nbytes());
+  for (const auto& b : model.buffers()) bytes += static_cast<int64_t>(b.nbytes());
+  return bytes;
+}
+
+}  // namespace hpctrain::models

@@ -1,0 +1,1 @@
+hpctrain_test_binary(chat LIBS hpctrain_base)

@@ -1,0 +1,116 @@
+// 4-bit quantization against bitsandbytes 0.50.2's CPU backend (tests/models/golden/nf4/make_nf4_golden.py): the
+// packed codes, the absmax (float32, or nested: codes, absmax2 and offset) and the dequantized weights, bit for bit,
+// for random weights of several shapes and real ones (MiniLM-L6, a tiny GPT-2 and Llama), NF4 and FP4.
+#include <boost/test/unit_test.hpp>
+
+#include <ATen/ATen.h>
+
+#include <filesystem>
+#include <set>
+
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/models/nf4.hpp"
+#include "hpctrain/models/tensor_io.hpp"
+
+using namespace hpctrain;
+using namespace hpctrain::models;
+
+namespace {
+
+const TensorMap& nf4_golden() {
+  static const TensorMap tensors =
+      load_tensor_file(std::filesystem::path(HPCTRAIN_TEST_DATA_DIR) / "models/golden/nf4/nf4_golden.safetensors");
+  return tensors;
+}
+
+std::set<std::string> golden_cases() {
+  std::set<std::string> names;
+  for (const auto& [key, tensor] : nf4_golden())
+    if (key.size() > 6 && key.compare(key.size() - 6, 6, ".input") == 0) names.insert(key.substr(0, key.size() - 6));
+  return names;
+}
+
+bool same_bits(const at::Tensor& a, const at::Tensor& b) {
+  return a.scalar_type() == b.scalar_type() && a.numel() == b.numel() &&
+         at::equal(a.reshape({-1}).view(at::kByte), b.reshape({-1}).view(at::kByte));
+}
+
+// Bit for bit, but for the sign of a zero: bitsandbytes' own dequantizers disagree on FP4's code 8 (its scalar C
+// loop gives -0, its AVX-512 loop and its Python fallback +0, as hpctrain).
+bool same_bits_but_zero_sign(const at::Tensor& a, const at::Tensor& b) {
+  if (a.scalar_type() != b.scalar_type() || a.numel() != b.numel()) return false;
+  const at::Tensor x = a.reshape({-1}).to(at::kFloat), y = b.reshape({-1}).to(at::kFloat);
+  return at::all(x.view(at::kInt).eq(y.view(at::kInt)) | (x.eq(0) & y.eq(0))).item<bool>();
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(nf4_against_bitsandbytes)
+
+BOOST_AUTO_TEST_CASE(golden_file_has_the_cases) {
+  BOOST_TEST(golden_cases().size() == 12u);  // random shapes, MiniLM, GPT-2 and Llama weights
+}
+
+// quantize_4bit: codes, absmax, absmax2 and offset equal bitsandbytes', byte for byte.
+BOOST_AUTO_TEST_CASE(quantization_is_bit_exact) {
+  for (const std::string& name : golden_cases()) {
+    const at::Tensor input = nf4_golden().at(name + ".input");
+    for (const Quant4Type type : {Quant4Type::nf4, Quant4Type::fp4}) {
+      for (const bool nested : {false, true}) {
+        const std::string key = name + "." + to_string(type) + "." + (nested ? "1" : "0");
+        const Quant4Weight ours = quantize_4bit(input, Quant4Options{type, 64, nested}, name);
+        BOOST_TEST(same_bits(ours.codes, nf4_golden().at(key + ".codes")), key << ": codes");
+        BOOST_TEST(same_bits(ours.absmax, nf4_golden().at(key + ".absmax")), key << ": absmax");
+        BOOST_TEST(ours.nested() == nested, key);
+        if (nested) {
+          BOOST_TEST(same_bits(ours.absmax2, nf4_golden().at(key + ".absmax2")), key << ": absmax2");
+          BOOST_TEST(same_bits(ours.offset, nf4_golden().at(key + ".offset")), key << ": offset");
+        }
+        BOOST_TEST(ours.shape == input.sizes().vec(), key);
+        BOOST_TEST(ours.bytes() == quant4_bytes(input.numel(), ours.options), key);
+      }
+    }
+  }
+}
+
+// dequantize_4bit of our quantization: bitsandbytes' float32 and bfloat16 weights, bit for bit (a zero's sign aside).
+BOOST_AUTO_TEST_CASE(dequantization_is_bit_exact) {
+  int checked = 0;
+  for (const auto& [key, expected] : nf4_golden()) {
+    const bool bf16 = key.find(".dequant_bf16") != std::string::npos;
+    if (key.find(".dequant") == std::string::npos) continue;
+    const std::string name = key.substr(0, key.find('.'));
+    const Quant4Type type = key.find(".fp4.") != std::string::npos ? Quant4Type::fp4 : Quant4Type::nf4;
+    const Quant4Weight ours = quantize_4bit(nf4_golden().at(name + ".input"), Quant4Options{type, 64, true}, name);
+    const at::Tensor dequantized = dequantize_4bit(ours, bf16 ? at::kBFloat16 : at::kFloat);
+    BOOST_TEST(dequantized.sizes() == expected.sizes(), key);
+    BOOST_TEST(same_bits_but_zero_sign(dequantized, expected), key);
+    ++checked;
+  }
+  BOOST_TEST(checked == 12);
+}
+
+BOOST_AUTO_TEST_CASE(bytes_per_weight) {
+  // 4.127 bits per weight with double quantization at blocksize 64 (QLoRA's figure), 4.5 without.
+  const int64_t n = 64 * 256 * 16;
+  BOOST_TEST(quant4_bytes(n, Quant4Options{Quant4Type::nf4, 64, true}) == n / 2 + n / 64 + 4 * 16 + 4);
+  BOOST_TEST(quant4_bytes(n, Quant4Options{Quant4Type::nf4, 64, false}) == n / 2 + 4 * (n / 64));
+}
+
+BOOST_AUTO_TEST_CASE(refusals_name_the_option_or_tensor) {
+  BOOST_CHECK_EXCEPTION(check_quant4_blocksize(48), Error, [](const Error& e) {
+    return std::string(e.what()).find("--quant-blocksize 48: expected a power of two") != std::string::npos;
+  });
+  BOOST_CHECK_NO_THROW(check_quant4_blocksize(64));
+  BOOST_CHECK_THROW(check_quant4_blocksize(8192), Error);
+  BOOST_CHECK_EXCEPTION((void)parse_quant4_type("int4", "--quantize-base"), Error, [](const Error& e) {
+    return std::string(e.what()).find("--quantize-base 'int4': expected nf4 or fp4") != std::string::npos;
+  });
+  at::Tensor bad = at::randn({4, 64});
+  bad[1][3] = std::numeric_limits<float>::quiet_NaN();
+  BOOST_CHECK_EXCEPTION((void)quantize_4bit(bad, Quant4Options{}, "q_proj.weight"), Error, [](const Error& e) {
+    return std::string(e.what()).find("'q_proj.weight' holds NaN") != std::string::npos;
+  });
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,30 @@
+# Note [The LibTorch 2 stage]: CI runs the whole suite against Debian's LibTorch 1.13 (scripts/test.sh), then builds
+# against LibTorch 2.x (scripts/test-torch2.sh) and runs only the tests labelled `torch2` here: the ones whose result
+# can depend on the LibTorch version (models, autograd, optimizers, collectives over tensors, checkpoints, bf16,
+# CUDA logic) and every interoperability test that needs the venv's transformers/peft/bitsandbytes/tensorboard
+# (HPCTRAIN_TRANSFORMERS_PYTHON: skipped in the default stage). Tests of what LibTorch does not touch (prep,
+# tokenizers, HDF5, options, signals, failure handling, the run folder) run once, in the default stage: running them
+# twice cost CI about a quarter of its budget. A pattern that matches no test is an error (a renamed test must not
+# drop out of the stage silently). docs/sanitizers.md ("CI") lists the stage's time.
+set(HPCTRAIN_TORCH2_TESTS
+  "^unit\\.(blas|blas_kernels_agree|cuda_logic|ddp|io|loader|models|optim|train)$"
+  "^cuda_logic\\."
+  "^mpi\\.ddp\\."
+  "^mpi\\.examples\\."
+  "^mpi\\.train\\.(causal_lm|causal_lm_features|env|equivalence|final_model|grad_reduce_dtype|gradient_checkpointing)$"
+  "^mpi\\.train\\.(lora|lora_peft|loss_scaling|packing|qlora|qlora_peft|sft|tensorboard|unused_parameters|zero)$"
+  "^cli\\.test_(generate|model_commands)$")
+
+get_property(hpctrain_all_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
+foreach(pattern ${HPCTRAIN_TORCH2_TESTS})
+  set(matched OFF)
+  foreach(test ${hpctrain_all_tests})
+    if(test MATCHES "${pattern}")
+      set_property(TEST ${test} APPEND PROPERTY LABELS torch2)
+      set(matched ON)
+    endif()
+  endforeach()
+  if(NOT matched)
+    message(FATAL_ERROR "tests/torch2.cmake: the pattern '${pattern}' matches no test")
+  endif()
+endforeach()
