@@ -1,10 +1,13 @@
 // QLoRA at the model level (qlora.hpp, Note [Quantized base]).
 #include "hpctrain/models/qlora.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/host_allocator.hpp"
+#include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
 
 namespace hpctrain::models {
@@ -18,12 +21,24 @@ std::string QuantizedBase::summary() const {
                      options.blocksize);
 }
 
+std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model) {
+  std::vector<torch::nn::Module*> head;  // a causal LM's head: lm_head, or the embeddings it is tied to
+  if (dynamic_cast<CausalLM*>(&model) != nullptr) head = model.unit_modules(UnitKind::head);
+  std::vector<std::pair<std::string, LoraTarget*>> out;
+  for (const auto& [name, layer] : lora_target_layers(model)) {
+    if (layer->base_weight().requires_grad()) continue;  // a module to save trains
+    if (std::find(head.begin(), head.end(), dynamic_cast<torch::nn::Module*>(layer)) != head.end()) continue;
+    out.emplace_back(name, layer);
+  }
+  return out;
+}
+
 QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
   check_quant4_blocksize(options.blocksize);
   QuantizedBase out;
   out.options = options;
-  for (const auto& [name, layer] : lora_target_layers(model)) {
-    if (layer->base_weight().requires_grad() || layer->base_quantized()) continue;  // a module to save trains
+  for (const auto& [name, layer] : quantizable_layers(model)) {
+    if (layer->base_quantized()) continue;
     const int64_t numel = layer->base_weight().numel();
     layer->quantize_base(options, name);
     out.layers.push_back(name);

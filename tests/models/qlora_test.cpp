@@ -64,8 +64,7 @@ void attach_adapters(Model& model) {
 // computes, as a plain model.
 void use_dequantized_weights(Model& model, const Quant4Options& options) {
   at::NoGradGuard no_grad;
-  for (const auto& [name, layer] : lora_target_layers(model)) {
-    if (layer->base_weight().requires_grad()) continue;
+  for (const auto& [name, layer] : quantizable_layers(model)) {
     at::Tensor& w = layer->base_weight();
     const at::Tensor out_in = layer->fan_in_fan_out() ? w.t() : w;
     const at::Tensor dq = dequantize_4bit(quantize_4bit(out_in, options), at::kFloat);
