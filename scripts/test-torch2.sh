@@ -18,7 +18,7 @@ export HPCTRAIN_TRANSFORMERS_PYTHON=${HPCTRAIN_TRANSFORMERS_PYTHON:-$venv/bin/py
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cd "$HPCTRAIN_BUILD_DIR"
 if [[ ${HPCTRAIN_TORCH2_ALL:-0} == 1 ]]; then
-  ctest --output-on-failure --timeout 900 -LE '^(slurm|multihost|jobs)$' "$@"
+  ctest --output-on-failure --timeout 900 -j "${HPCTRAIN_TEST_JOBS:-2}" -LE '^(slurm|multihost|jobs)$' "$@"
 else
-  ctest --output-on-failure --timeout 900 -L '^torch2$' "$@"
+  ctest --output-on-failure --timeout 900 -j "${HPCTRAIN_TEST_JOBS:-2}" -L '^torch2$' "$@"
 fi

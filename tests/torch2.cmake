@@ -16,16 +16,5 @@ set(HPCTRAIN_TORCH2_TESTS
   "^mpi\\.train\\.(unused_parameters|zero|zero3|zero3_resume)$"
   "^cli\\.test_(generate|model_commands)$")
 
-get_property(hpctrain_all_tests DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR} PROPERTY TESTS)
-foreach(pattern ${HPCTRAIN_TORCH2_TESTS})
-  set(matched OFF)
-  foreach(test ${hpctrain_all_tests})
-    if(test MATCHES "${pattern}")
-      set_property(TEST ${test} APPEND PROPERTY LABELS torch2)
-      set(matched ON)
-    endif()
-  endforeach()
-  if(NOT matched)
-    message(FATAL_ERROR "tests/torch2.cmake: the pattern '${pattern}' matches no test")
-  endif()
-endforeach()
+hpctrain_tests_matching(hpctrain_torch2 ${HPCTRAIN_TORCH2_TESTS})
+set_property(TEST ${hpctrain_torch2} APPEND PROPERTY LABELS torch2)
