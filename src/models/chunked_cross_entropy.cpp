@@ -55,14 +55,14 @@ class ChunkPass {
         lora_weight_(product.lora_input.defined() ? product.lora_weight.to(compute_) : at::Tensor()),
         rows_(std::max<int64_t>(1, std::min(chunk_tokens, product.hidden.size(0)))) {}
 
-  // The summed loss as an accumulator-dtype scalar; each target's loss into `per_target` [n] when it is defined;
+  // The summed loss as a float64 scalar (a float32 sum of many small chunks drifts from the unchunked sum); each target's loss into `per_target` [n] when it is defined;
   // the gradients `wanted` asks for into `grads`.
   at::Tensor run(const at::Tensor& targets, const at::Tensor& per_target, const WantedGradients& wanted,
                  HeadGradients& grads) {
     const int64_t n = product_.hidden.size(0);
     allocate_gradients(wanted, grads);
     const at::TensorOptions options = weight_.options();
-    at::Tensor sum = at::zeros({}, options.dtype(accumulate_));
+    at::Tensor sum = at::zeros({}, options.dtype(at::kDouble));
     {
       ChunkBuffers buffers;  // freed before the gradients change dtype
       buffers.logits = at::empty({rows_, vocab()}, options);
@@ -72,7 +72,7 @@ class ChunkPass {
         const int64_t rows = std::min(rows_, n - first);
         const at::Tensor loss = chunk(first, rows, targets.narrow(0, first, rows).unsqueeze(1), buffers, wanted, grads);
         if (per_target.defined()) per_target.narrow(0, first, rows).copy_(loss);
-        sum.add_(loss.sum());
+        sum.add_(loss.sum(at::kDouble));
       }
     }
     finish_gradients(grads);
