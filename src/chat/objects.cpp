@@ -107,7 +107,10 @@ Value MacroObject::call(Renderer& renderer, CallArgs& args, int line) {
     Renderer& renderer;
     ~Leave() { renderer.leave_call(); }
   } leave{renderer};
-  auto scope = std::make_shared<Scope>(closure_);
+  std::shared_ptr<Scope> closure = closure_.lock();
+  if (closure == nullptr)
+    renderer.error(line, "macro '{}' is called after the block that defined it has ended (not supported)", name_);
+  auto scope = std::make_shared<Scope>(closure);
   const std::size_t n = def.params.size();
   std::vector<bool> given(n, false);
   Json varargs = Json::array();

@@ -45,6 +45,9 @@ class LoopObject final : public Object, public std::enable_shared_from_this<Loop
 };
 
 // A macro, or the `caller` of a call block: a body with parameters, rendered in a fresh scope under `closure`.
+// The closure is held weakly: the scope that defines a macro holds the macro, and a strong reference back would be a
+// cycle that outlives the render (every template with a macro leaked it; found by fuzz_chat_template). A macro
+// called after the block that defined it has ended is refused.
 class MacroObject final : public Object {
  public:
   MacroObject(const Stmt& definition, std::string name, std::shared_ptr<Scope> closure, Value caller = Value())
@@ -57,7 +60,7 @@ class MacroObject final : public Object {
  private:
   const Stmt& definition_;
   std::string name_;
-  std::shared_ptr<Scope> closure_;
+  std::weak_ptr<Scope> closure_;
   Value caller_;  // a call block's caller, given to the macro it calls
 };
 
