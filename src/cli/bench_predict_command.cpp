@@ -25,8 +25,9 @@ constexpr const char* kBenchPredictUsage =
     "    [--zero-reshard-after-forward true|false] [--json]";
 
 struct PredictArgs {
-  std::string model_config, comm_json, overlap = "on", zero_reshard_after_forward = "true";
-  int threads = 1, steps = 5, warmup = 1, nodes = 1, gpus_per_node = 1, zero_stage = 0;
+  std::string model_config, comm_json, overlap = "on";
+  ZeroFlags zero;
+  int threads = 1, steps = 5, warmup = 1, nodes = 1, gpus_per_node = 1;
   double forward_ms = -1, backward_ms = -1, optimizer_ms = -1, latency_us = -1, link_gbps = -1;
   bool json = false;
 };
@@ -49,11 +50,6 @@ po::options_description predict_options(PredictArgs& a, train::MemoryEstimateOpt
       ("nodes", po::value(&a.nodes)->default_value(a.nodes), "predict for 1, 2, 4, ... up to this many nodes")
       ("gpus-per-node", po::value(&a.gpus_per_node)->default_value(a.gpus_per_node), "ranks per node")
       ("overlap", po::value(&a.overlap)->default_value(a.overlap), "on | off: buckets reduced during backward")
-      ("zero-stage", po::value(&a.zero_stage)->default_value(a.zero_stage),
-       "0 | 1 | 2 | 3: ZeRO's reduce-scatter, sharded update and parameter all-gather instead of the allreduce (3: "
-       "the parameters gathered unit by unit around forward and backward)")
-      ("zero-reshard-after-forward", po::value(&a.zero_reshard_after_forward)->default_value(a.zero_reshard_after_forward),
-       "true | false: as train's (--zero-stage 3)")
       ("json", po::bool_switch(&a.json), "print JSON instead of the table");
   return g;
 }
@@ -190,7 +186,7 @@ void check_args(const PredictArgs& a, const train::MemoryEstimateOptions& o) {
   HPCTRAIN_CHECK(!a.model_config.empty(), "bench predict: --model-config FILE is required (the gradient sizes)");
   HPCTRAIN_CHECK(a.overlap == "on" || a.overlap == "off", "bench predict: --overlap is on or off, got '{}'", a.overlap);
   HPCTRAIN_CHECK(a.gpus_per_node >= 1, "bench predict: --gpus-per-node must be at least 1, got {}", a.gpus_per_node);
-  (void)train::parallel::parse_zero_stage(a.zero_stage);
+  (void)train::parallel::parse_zero_stage(a.zero.stage);
   optim::validate_optimizer_options(o.optimizer);
 }
 
@@ -201,17 +197,17 @@ int bench_predict_command(const Args& args) {
   train::MemoryEstimateOptions o;
   po::options_description all(kBenchPredictUsage);
   po::variables_map values;
-  if (!parse_options(args, kBenchPredictUsage, all.add(predict_options(a, o)).add(optimizer_group(o.optimizer)), values)) return 0;
+  if (!parse_options(args, kBenchPredictUsage, all.add(predict_options(a, o)).add(zero_group(a.zero)).add(optimizer_group(o.optimizer)), values)) return 0;
   check_args(a, o);
   const io::HfConfig config = io::HfConfig::load(a.model_config);
   train::ScalingInputs in;
   in.network = network(a);
   in.overlap = a.overlap == "on";
-  in.zero_stage = a.zero_stage;
+  in.zero_stage = a.zero.stage;
   in.bucket_bytes = train::gradient_bucket_bytes(train::parameter_shapes(config));
   if (in.zero_stage == 3) {
     in.unit_bytes = train::zero3_unit_bytes(config);
-    in.reshard_after_forward = parse_on_off(a.zero_reshard_after_forward, "zero-reshard-after-forward");
+    in.reshard_after_forward = reshard_after_forward(a.zero);
   }
   in.step = step_profile(a, config, o);
   return print_prediction(a, in);

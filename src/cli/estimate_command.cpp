@@ -31,7 +31,7 @@ struct EstimateArgs {
   double tolerance = 0;  // --measure: fail when |estimate - measured| / measured exceeds it (0: report only)
   double bucket_mb = train::bytes_to_mib(dist::kDefaultBucketBytes);  // as `hpctrain train`'s, MiB
   double first_bucket_mb = train::bytes_to_mib(dist::kDefaultFirstBucketBytes);
-  std::string zero_reshard_after_forward = "true";
+  ZeroFlags zero;
 };
 
 po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateOptions& o) {
@@ -43,11 +43,6 @@ po::options_description estimate_options(EstimateArgs& a, train::MemoryEstimateO
       ("sequence-length", po::value(&o.sequence_length)->default_value(o.sequence_length), "tokens per example")
       ("precision", po::value(&o.precision)->default_value(o.precision), "fp32 | bf16: the activations' dtype")
       ("gradient-checkpointing", po::bool_switch(&o.gradient_checkpointing), "layers keep only their inputs")
-      ("zero-stage", po::value(&o.zero_stage)->default_value(o.zero_stage),
-       "ZeRO: 0 every rank holds everything; 1 optimizer state sharded over --world-size ranks; 2 gradients too; "
-       "3 parameters too")
-      ("zero-reshard-after-forward", po::value(&a.zero_reshard_after_forward)->default_value(a.zero_reshard_after_forward),
-       "true | false: as train's (--zero-stage 3)")
       ("world-size", po::value(&o.world_size)->default_value(o.world_size), "ranks ZeRO shards over")
       ("lora-r", po::value(&o.lora_r)->default_value(o.lora_r), "LoRA adapters of this rank on a frozen base: "
        "gradients and optimizer state for the adapters and the classifier head only (0: full fine-tuning)")
@@ -92,16 +87,17 @@ int estimate_memory_command(const Args& args, dist::Comm& comm) {
   QuantizeBaseFlags quantize;
   po::options_description all(kEstimateUsage);
   all.add(estimate_options(a, options)).add(quantize_base_group(quantize)).add(optimizer_group(options.optimizer));
-  all.add(loss_group(options.loss_chunk_tokens));
+  all.add(loss_group(options.loss_chunk_tokens)).add(zero_group(a.zero));
   po::variables_map values;
   if (!parse_options(args, kEstimateUsage, all, values)) return 0;
+  options.zero_stage = a.zero.stage;
   options.quantize = quantize_base_options(quantize);
   HPCTRAIN_CHECK(!options.quantize || options.lora_r > 0, "--quantize-base {} needs --lora-r R (> 0): QLoRA trains "
                  "adapters over the 4-bit base", quantize.type);
   optim::validate_optimizer_options(options.optimizer);
   options.bucket_bytes = static_cast<int64_t>(a.bucket_mb * (1 << 20));
   options.first_bucket_bytes = static_cast<int64_t>(a.first_bucket_mb * (1 << 20));
-  options.zero_reshard_after_forward = parse_on_off(a.zero_reshard_after_forward, "zero-reshard-after-forward");
+  options.zero_reshard_after_forward = reshard_after_forward(a.zero);
   HPCTRAIN_CHECK(options.lora_r > 0 || options.lora_target_modules.empty(), "--lora-target-modules needs --lora-r R (> 0)");
   const io::HfConfig config = load_config(a);
   const train::MemoryEstimate estimate = train::estimate_memory(config, train::parameter_shapes(config), options);

@@ -35,6 +35,17 @@ po::options_description quantize_base_group(QuantizeBaseFlags& flags);
 // predict and estimate-memory (defined in train_command.cpp).
 po::options_description loss_group(int64_t& chunk_tokens);
 
+// ZeRO's flags, declared once for train, estimate-memory and bench predict (defined in train_command.cpp):
+// --zero-stage 0|1|2|3 and --zero-reshard-after-forward true|false (stage 3's, Note [Unit gathers] in
+// src/train/parallel/fully_sharded.cpp).
+struct ZeroFlags {
+  int stage = 0;
+  std::string reshard_after_forward = "true";
+};
+po::options_description zero_group(ZeroFlags& flags);
+// --zero-reshard-after-forward parsed (parse_on_off); --zero-stage is checked by train::parallel::parse_zero_stage.
+[[nodiscard]] bool reshard_after_forward(const ZeroFlags& flags);
+
 // Parses `args` against `options` (+ positional), handling --help and an optional --config FILE that holds the
 // same keys (key = value lines). Returns false when help was printed (the caller returns 0).
 

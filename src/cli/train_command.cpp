@@ -20,8 +20,7 @@ constexpr const char* kUsage =
 
 struct Texts {  // options parsed as text, converted after parsing
   std::string data, model, tokenizer, output, shuffle = "shard", overlap = "on", mixed_precision = "no",
-      loss_scale = "auto", grad_reduce_dtype,  // grad_reduce_dtype: its default comes from AcceleratorOptions
-      zero_reshard_after_forward = "true";
+      loss_scale = "auto", grad_reduce_dtype;  // grad_reduce_dtype: its default comes from AcceleratorOptions
 };
 
 po::options_description data_group(train::TrainOptions& o, Texts& t) {
@@ -132,6 +131,24 @@ po::options_description loss_group(int64_t& chunk_tokens) {
   return g;
 }
 
+po::options_description zero_group(ZeroFlags& flags) {
+  po::options_description g("ZeRO");
+  g.add_options()
+      ("zero-stage", po::value(&flags.stage)->default_value(flags.stage), "ZeRO: 0 every rank holds everything; "
+       "1 optimizer state sharded over the ranks (gradients reduce-scattered, parameters all-gathered: no more bytes "
+       "than an allreduce); 2 gradients sharded too; 3 parameters sharded too (each unit - a transformer layer, the "
+       "embeddings, the head - gathered around its forward and backward). The same weights as 0; checkpoints resume "
+       "at any stage and rank count (estimate-memory and bench predict: the ranks are --world-size, the modelled ones)")
+      ("zero-reshard-after-forward", po::value(&flags.reshard_after_forward)->default_value(flags.reshard_after_forward),
+       "true | false: with --zero-stage 3, release a unit's gathered parameters after its forward and gather them "
+       "again for its backward (true), or keep them until its backward (false: fewer bytes, more memory)");
+  return g;
+}
+
+bool reshard_after_forward(const ZeroFlags& flags) {
+  return parse_on_off(flags.reshard_after_forward, "zero-reshard-after-forward");
+}
+
 namespace {
 
 po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
@@ -147,14 +164,6 @@ po::options_description distributed_group(train::TrainOptions& o, Texts& t) {
        "seconds a collective may wait for the other ranks before the job ends naming the missing ones (0: off)")
       ("local-sgd-steps", po::value(&o.accelerator.local_sgd_steps)->default_value(0), "Local SGD: no gradient allreduce; "
        "the parameters are averaged over the ranks every K optimizer steps (and before evaluation and checkpoints); 0: off")
-      ("zero-stage", po::value(&o.accelerator.zero_stage)->default_value(0), "ZeRO: 0 every rank holds everything; "
-       "1 optimizer state sharded over the ranks (gradients reduce-scattered, parameters all-gathered: no more bytes "
-       "than an allreduce); 2 gradients sharded too; 3 parameters sharded too (each unit - a transformer layer, the "
-       "embeddings, the head - gathered around its forward and backward). The same weights as 0; checkpoints resume "
-       "at any stage and rank count")
-      ("zero-reshard-after-forward", po::value(&t.zero_reshard_after_forward)->default_value(t.zero_reshard_after_forward),
-       "true | false: with --zero-stage 3, release a unit's gathered parameters after its forward and gather them "
-       "again for its backward (true), or keep them until its backward (false: fewer bytes, more memory)")
       ("grad-reduce-dtype",
        po::value(&t.grad_reduce_dtype)->default_value(std::string(train::to_string(o.accelerator.grad_reduce_dtype))),
        "fp32 | bf16: the dtype gradients travel in while the ranks average them (bf16: half the bytes, rounded to "
@@ -228,19 +237,20 @@ int train_command(const Args& args, dist::Comm& comm) {
   Texts texts;
   std::string trace, timeline;
   QuantizeBaseFlags quantize;
+  ZeroFlags zero;
   po::options_description all;
   all.add(data_group(options, texts)).add(model_group(options, texts)).add(quantize_base_group(quantize));
   all.add(optimization_group(options, texts));
   all.add(optimizer_group(options.optimizer)).add(loss_group(options.loss_chunk_tokens));
-  all.add(distributed_group(options, texts)).add(checkpoint_group(options, texts)).add(logging_group(options, trace, timeline));
+  all.add(distributed_group(options, texts)).add(zero_group(zero)).add(checkpoint_group(options, texts)).add(logging_group(options, trace, timeline));
   po::variables_map values;
   if (!parse_options(args, kUsage, all, values)) return 0;
   options.data = texts.data, options.model_dir = texts.model, options.tokenizer = texts.tokenizer;
   options.output = texts.output, options.trace_examples = trace, options.timeline = timeline;
   options.shuffle = data::parse_shuffle_mode(texts.shuffle);
   options.accelerator.overlap = parse_on_off(texts.overlap, "overlap");
-  options.accelerator.zero_reshard_after_forward =
-      parse_on_off(texts.zero_reshard_after_forward, "zero-reshard-after-forward");
+  options.accelerator.zero_stage = zero.stage;
+  options.accelerator.zero_reshard_after_forward = reshard_after_forward(zero);
   options.accelerator.mixed_precision = train::parse_mixed_precision(texts.mixed_precision);
   options.accelerator.loss_scaling = train::parse_loss_scaling(texts.loss_scale);
   options.accelerator.grad_reduce_dtype = train::parse_grad_reduce_dtype(texts.grad_reduce_dtype);

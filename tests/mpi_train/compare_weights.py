@@ -10,6 +10,10 @@ usage: compare_weights.py A B TOLERANCE   -> exit 0 when max |a-b| / max |a| <= 
                                           -> the same over the tensors whose name does not contain PART (e.g.
                                             k_lin.bias, whose exact gradient is zero: an optimizer that normalizes
                                             its update, such as Adafactor, turns its rounding noise into steps)
+       compare_weights.py A B TOLERANCE --skip PART[START:END]
+                                          -> elements START..END-1 (of the flattened tensor) of the tensors whose
+                                            name contains PART left out, the rest compared (GPT-2's fused
+                                            c_attn.bias holds the key bias in [n_embd, 2 n_embd))
        compare_weights.py --layout FILE   -> prints the header's tensor names and metadata as JSON
 """
 import json
@@ -46,8 +50,17 @@ def main():
     _, b = read(sys.argv[2])
     tolerance = float(sys.argv[3])
     if len(sys.argv) > 5 and sys.argv[4] == "--skip":
-        a = {k: v for k, v in a.items() if sys.argv[5] not in k}
-        b = {k: v for k, v in b.items() if sys.argv[5] not in k}
+        part, _, piece = sys.argv[5].partition("[")
+        if piece:  # PART[START:END]: those elements out, the rest kept
+            start, end = (int(x) for x in piece.rstrip("]").split(":"))
+            def cut(t):
+                flat = t.reshape(-1)
+                return np.concatenate([flat[:start], flat[end:]])
+            a = {k: cut(v) if part in k else v for k, v in a.items()}
+            b = {k: cut(v) if part in k else v for k, v in b.items()}
+        else:
+            a = {k: v for k, v in a.items() if part not in k}
+            b = {k: v for k, v in b.items() if part not in k}
     if sorted(a) != sorted(b):
         print("different tensor names:", sorted(set(a) ^ set(b)))
         return 1

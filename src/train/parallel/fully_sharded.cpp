@@ -32,6 +32,10 @@
 //    unit's backward: it releases them. With --zero-reshard-after-forward true (the default) the units are
 //    released after forward and gathered again for backward (1.5x stage 0's bytes on the wire, docs/zero.md);
 //    false keeps them from forward to backward.
+// A unit that more than one hook gathers (a tied head's: the embeddings' unit, read by the embeddings and the head)
+// is kept from its first gather in a forward that a backward follows to the end of that backward, whatever
+// --zero-reshard-after-forward says: gathered once per micro-batch instead of four times (FSDP keeps its root unit
+// so), at the cost of holding it through the step; without a backward to come it is released as any unit.
 // Each forward prefetches the units of the next call of the previous forward while this one computes. The
 // parameters outside every unit (final norms) form the unit "rest", gathered by the first hook and kept until the
 // optimizer step changes the shards. Units that no input hook released (the embeddings, whose input is token ids;
@@ -62,7 +66,10 @@ class UnitGathers {
  public:
   UnitGathers(ddp::ShardedParameters& sharded, UnitMap map, bool reshard_after_forward, int rank)
       : sharded_(sharded), map_(std::move(map)), reshard_after_forward_(reshard_after_forward),
-        stop_at_(test_stop_call(rank)) {}
+        stop_at_(test_stop_call(rank)) {
+    for (std::size_t unit : map_.embeddings)
+      if (std::find(map_.head.begin(), map_.head.end(), unit) != map_.head.end()) shared_.push_back(unit);
+  }
 
   at::Tensor run(const std::vector<std::size_t>& units, bool starts_forward, const at::Tensor& input,
                  const models::UnitBody& body) {
@@ -79,10 +86,14 @@ class UnitGathers {
       for (std::size_t unit : previous_calls_[call + 1]) sharded_.prefetch(unit);
     at::Tensor output = body(input);
     const bool backward_comes = at::GradMode::is_enabled() && output.requires_grad();
-    if (!backward_comes || reshard_after_forward_) release(units);
-    if (!backward_comes) return output;
+    if (!backward_comes) {
+      release(units);
+      return output;
+    }
+    if (reshard_after_forward_) release_unshared(units);
     output.register_hook([this, call](const at::TensorBase&) { before_backward(call); });
-    if (input.requires_grad()) input.register_hook([this, call](const at::TensorBase&) { release(calls_.at(call)); });
+    if (input.requires_grad())
+      input.register_hook([this, call](const at::TensorBase&) { release_unshared(calls_.at(call)); });
     return output;
   }
 
@@ -109,6 +120,11 @@ class UnitGathers {
   void release(const std::vector<std::size_t>& units) {
     for (std::size_t unit : units) sharded_.release(unit);
   }
+  // Between a forward and the end of its backward: the shared units stay (Note [Unit gathers]).
+  void release_unshared(const std::vector<std::size_t>& units) {
+    for (std::size_t unit : units)
+      if (std::find(shared_.begin(), shared_.end(), unit) == shared_.end()) sharded_.release(unit);
+  }
 
   void before_backward(std::size_t call) {
     for (std::size_t unit : calls_.at(call)) sharded_.gather(unit);
@@ -119,6 +135,7 @@ class UnitGathers {
   ddp::ShardedParameters& sharded_;
   UnitMap map_;
   bool reshard_after_forward_;
+  std::vector<std::size_t> shared_;  // the units more than one hook gathers (a tied head's embeddings)
   std::vector<std::vector<std::size_t>> calls_, previous_calls_;  // the units of each hook call of a forward
   int64_t hook_calls_ = 0, stop_at_ = 0;
 };
