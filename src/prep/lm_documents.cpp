@@ -75,7 +75,13 @@ std::vector<DocumentInput> document_inputs(const std::vector<std::filesystem::pa
   return out;
 }
 
-void agree_on_rows(DocumentInput& input, std::optional<BadRow> bad, dist::Comm& comm, const std::string& command) {
+void read_on_every_rank(DocumentInput& input, dist::Comm& comm, const std::string& command,
+                        const std::function<std::optional<BadRow>(DocumentInput&)>& read_range) {
+  std::optional<BadRow> bad;
+  on_every_rank(comm, fmt::format("{}: reading '{}'", command, input.path.string()), [&] {
+    input.range = input_range(input.read_path, comm);
+    bad = read_range(input);
+  });
   const auto rows = comm.allgather_value<int64_t>(static_cast<int64_t>(input.local_valid.size()));
   for (int r = 0; r < comm.world_size(); ++r) (r < comm.rank() ? input.first_row : input.rows) += rows[r];
   input.rows += input.first_row;

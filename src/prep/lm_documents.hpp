@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -64,9 +65,12 @@ struct DocumentInput {
 [[nodiscard]] std::vector<DocumentInput> document_inputs(const std::vector<std::filesystem::path>& inputs,
                                                          const std::filesystem::path& validation_input);
 
-// After pass 1 on every rank (collective): the input's row counts (first_row, rows) and the agreement on the first
-// bad row, which every rank then throws, named with its row in the whole file. `command` names the phase.
-void agree_on_rows(DocumentInput& input, std::optional<BadRow> bad, dist::Comm& comm, const std::string& command);
+// Pass 1 of one input on every rank (collective): each rank reads its range of the file (input_range) with
+// `read_range`, which returns the first bad row of it (its row within the range) or nothing; then the input's row
+// counts (first_row, rows) and the agreement on the first bad row, which every rank then throws, named with its row
+// in the whole file. `command` ("prep lm") names the phase.
+void read_on_every_rank(DocumentInput& input, dist::Comm& comm, const std::string& command,
+                        const std::function<std::optional<BadRow>(DocumentInput&)>& read_range);
 
 // Every row's flag in the plan's files, on every rank (each rank's part broadcast by it); sets plan_first.
 [[nodiscard]] std::vector<std::vector<uint8_t>> gather_documents(std::vector<DocumentInput>& inputs, dist::Comm& comm);

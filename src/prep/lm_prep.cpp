@@ -209,16 +209,12 @@ std::optional<BadRow> tokenize_range(LmInput& input, const Pass1& pass, int rank
   return bad;
 }
 
-// Pass 1 on every rank, then agreement on the first bad row (named with its row in the whole file).
+// Pass 1 of one input (read_on_every_rank), its token stream owned by `owned` until the end.
 void read_input(LmInput& input, const Pass1& pass, Temporaries& owned, dist::Comm& comm,
                 std::map<std::string, int64_t>& skipped, DocumentCounts& counts) {
-  std::optional<BadRow> bad;
   owned.add(stream_path(pass.stem, comm.rank(), input.index));
-  on_every_rank(comm, fmt::format("prep lm: reading '{}'", input.path.string()), [&] {
-    input.range = input_range(input.read_path, comm);
-    bad = tokenize_range(input, pass, comm.rank(), skipped, counts);
-  });
-  agree_on_rows(input, bad, comm, "prep lm");
+  read_on_every_rank(input, comm, "prep lm",
+                     [&](LmInput& in) { return tokenize_range(in, pass, comm.rank(), skipped, counts); });
 }
 
 // ---- the plan ----
