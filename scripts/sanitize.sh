@@ -36,13 +36,17 @@ reports=$PWD/sanitizer-reports
 rm -rf "$reports" && mkdir -p "$reports"
 export ASAN_OPTIONS="$ASAN_OPTIONS:log_path=$reports/asan" UBSAN_OPTIONS="$UBSAN_OPTIONS:log_path=$reports/ubsan"
 status=0
+# Two tests at a time, as the default stage (Note [Two tests at a time] in tests/serial.cmake: the tests that measure
+# time still run alone).
+jobs=${HPCTRAIN_TEST_JOBS:-2}
 # Unit tests never start MPI: leaks are checked. Every CLI command that starts MPI (a singleton without mpirun)
 # leaks ~120 KB in OpenMPI's plugins, which MPI_Finalize unloads before LeakSanitizer runs, so the leaks have no
 # stack a narrow suppression could match: leak checking is off there (docs/sanitizers.md); ASan and UBSan stay on.
-ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=1" ctest -L unit --output-on-failure --timeout 1800 "$@" || status=$?
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=1" ctest -j "$jobs" -L unit --output-on-failure --timeout 1800 "$@" || status=$?
 # cli.test_readme runs the README's training examples end to end: under ASan at -O1 it is the stage's longest test
 # and adds no parsing or I/O path the other CLI tests and the unit suites do not run.
-ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest -L cli -E '^cli\.test_readme$' --output-on-failure --timeout 1800 "$@" || status=$?
+ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0" ctest -j "$jobs" -L cli -E '^cli\.test_readme$' --output-on-failure \
+  --timeout 1800 "$@" || status=$?
 if compgen -G "$reports/*" >/dev/null; then
   echo "sanitize.sh: sanitizer reports in $reports:" >&2
   head -n 60 "$reports"/* >&2

@@ -2,7 +2,8 @@
 # (HPCTRAIN_TEST_JOBS, default 2: CI's machine has 2 cores, and most tests leave one idle while a single process
 # starts Python or reads files: the whole suite took 688 s at -j2 for 1,375 s of summed test time, on this 2-core VM). A test
 # that measures time (a collective or stall timeout, a link delay, the comm model's fit, Slurm's time limit) runs
-# alone (RUN_SERIAL): another test's load would move its figures. The sanitizer stage stays one at a time.
+# alone (RUN_SERIAL): another test's load would move its figures. The sanitizer stage (scripts/sanitize.sh) runs two
+# at a time too.
 set(HPCTRAIN_SERIAL_TESTS
   "^mpi\\.(collective_failure|stall_timeout)$"
   "^mpi\\.train\\.(bench_comm|collective_timeout|stop_dead_peer)$"
