@@ -29,18 +29,13 @@ global_batch=${GLOBAL_BATCH:-8}
 read -r -a models <<<"${MODELS:-gpt2 llama}"
 read -r -a precisions <<<"${PRECISIONS:-fp32 bf16}"
 read -r -a rank_counts <<<"${RANKS:-1 2}"
-hpctrain=$build/hpctrain
-[[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
+# shellcheck source=../machine.sh
+source bench/machine.sh
+bench_workspace lm "$build"
 "$python" -c 'import torch.distributed, transformers, h5py' 2>/dev/null ||
   { echo "error: $python cannot import torch, transformers and h5py (set PYTHON; scripts/setup-torch2.sh)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "error: /usr/bin/time (GNU time) is missing: apt-get install time" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/bench-lm.XXXXXX)
-if [[ -n ${RESULTS:-} ]]; then results=$RESULTS; else results=$work/results.jsonl; fi
-trap 'rm -rf "$work"' EXIT
-# shellcheck source=../machine.sh
-source bench/machine.sh
-print_machine
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpirun=(mpirun --oversubscribe --bind-to none)
 "$python" bench/lm/make_data.py "$work/lm.h5" --rows $(( (warmup + steps) * global_batch )) --vocab 32000

@@ -33,21 +33,16 @@ python=${PYTHON:-.venv-torch2/bin/python}
 read -r -a models <<<"${MODELS:-minilm gpt2}"
 read -r -a sides <<<"${SIDES:-lora full peer}"
 keep=${HPCTRAIN_BENCH_DIR:-runs/bench-lora}
-hpctrain=$build/hpctrain
-[[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
+# shellcheck source=../machine.sh
+source bench/machine.sh
+bench_workspace lora "$build"
 "$python" -c 'import torch.distributed, transformers, peft, h5py' 2>/dev/null ||
   { echo "error: $python cannot import torch, transformers, peft and h5py (set PYTHON; scripts/setup-torch2.sh)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "error: /usr/bin/time (GNU time) is missing: apt-get install time" >&2; exit 1; }
 [[ -f runs/data/fortunes.h5 ]] || { echo "error: no runs/data/fortunes.h5 (run scripts/quickstart.sh first)" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/bench-lora.XXXXXX)
-if [[ -n ${RESULTS:-} ]]; then results=$RESULTS; else results=$work/results.jsonl; fi
-trap 'rm -rf "$work"' EXIT
-# shellcheck source=../machine.sh
-source bench/machine.sh
 # shellcheck source=../minilm.sh
 source bench/minilm.sh
-print_machine
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1
 mpirun=(mpirun --oversubscribe --bind-to none -np 2)
 mkdir -p "$keep"

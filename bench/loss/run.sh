@@ -24,18 +24,13 @@ python=${PYTHON:-/work/peers/bin/python}
 threads=${THREADS:-2}
 read -r -a impls <<<"${IMPLS:-chunked unchunked peer}"
 batch=4 length=1024
-hpctrain=$build/hpctrain
-[[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
+# shellcheck source=../machine.sh
+source bench/machine.sh
+bench_workspace loss "$build"
 "$python" -c 'import torch, transformers, h5py' 2>/dev/null ||
   { echo "error: $python cannot import torch, transformers and h5py (set PYTHON)" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "error: /usr/bin/time (GNU time) is missing: apt-get install time" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/bench-loss.XXXXXX)
-if [[ -n ${RESULTS:-} ]]; then results=$RESULTS; else results=$work/results.jsonl; fi
-trap 'rm -rf "$work"' EXIT
-# shellcheck source=../machine.sh
-source bench/machine.sh
-print_machine
 "$python" bench/lm/make_data.py "$work/lm.h5" --rows $(( (warmup + steps) * batch )) --length $length --vocab 128256
 chunk_args=()
 [[ -n ${CHUNK:-} ]] && chunk_args=(--loss-chunk-tokens "$CHUNK")

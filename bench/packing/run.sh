@@ -21,15 +21,10 @@ steps=${3:-10}
 warmup=${4:-2}
 packed_batch=${PACKED_BATCH:-4}
 model=${MODEL:-data/lm-example/gpt2.json}
-hpctrain=$build/hpctrain
-[[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
-[[ -d /usr/share/games/fortunes ]] || { echo "error: Debian's fortunes are missing: apt-get install fortunes fortunes-min" >&2; exit 1; }
-work=$(mktemp -d /tmp/bench-packing.XXXXXX)
-if [[ -n ${RESULTS:-} ]]; then results=$RESULTS; else results=$work/results.jsonl; fi
-trap 'rm -rf "$work"' EXIT
 # shellcheck source=../machine.sh
 source bench/machine.sh
-print_machine
+bench_workspace packing "$build"
+[[ -d /usr/share/games/fortunes ]] || { echo "error: Debian's fortunes are missing: apt-get install fortunes fortunes-min" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpirun=(mpirun --oversubscribe --bind-to none -np 2)
 

@@ -25,14 +25,9 @@ config=${CONFIG:-bench/qlora/llama-350m.json}
 batch=${BATCH:-1}
 length=${LENGTH:-128}
 read -r -a parts <<<"${PARTS:-memory speed}"
-hpctrain=$build/hpctrain
-[[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
-work=$(mktemp -d /tmp/bench-qlora.XXXXXX)
-results=${RESULTS:-$work/results.jsonl}
-trap 'rm -rf "$work"' EXIT
 # shellcheck source=../machine.sh
 source bench/machine.sh
-print_machine
+bench_workspace qlora "$build"
 export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 lora=(--lora-r 16 --lora-target-modules all-linear)
 

@@ -27,8 +27,9 @@ predict_stages=("${stages[@]}")  # the predictor needs no core
 read -r -a rank_counts <<<"${RANKS:-1 2}"
 optim=${OPTIM:-adamw_torch}
 python=${PYTHON:-/usr/bin/python3}  # with h5py and numpy (bench/lm/make_data.py)
-hpctrain=$build/hpctrain
-[[ -x $hpctrain ]] || { echo "error: $hpctrain not found; build it: scripts/build.sh --target hpctrain" >&2; exit 1; }
+# shellcheck source=../machine.sh
+source bench/machine.sh
+bench_workspace zero "$build"
 [[ -x /usr/bin/time ]] || { echo "error: /usr/bin/time (GNU time) is missing: apt-get install time" >&2; exit 1; }
 "$python" -c 'import h5py, numpy' 2>/dev/null || { echo "error: $python needs h5py and numpy (set PYTHON)" >&2; exit 1; }
 if [[ $("$hpctrain" train --help 2>&1) != *--zero-stage* ]]; then
@@ -36,12 +37,6 @@ if [[ $("$hpctrain" train --help 2>&1) != *--zero-stage* ]]; then
   stages=(0)
 fi
 
-work=$(mktemp -d /tmp/bench-zero.XXXXXX)
-if [[ -n ${RESULTS:-} ]]; then results=$RESULTS; else results=$work/results.jsonl; fi
-trap 'rm -rf "$work"' EXIT
-# shellcheck source=../machine.sh
-source bench/machine.sh
-print_machine
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 mpirun=(mpirun --oversubscribe --bind-to none)
 max_ranks=$(printf '%s\n' "${rank_counts[@]}" | sort -n | tail -1)
