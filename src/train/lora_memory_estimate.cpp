@@ -6,6 +6,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/model_flops.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "lora_setup.hpp"
 
@@ -35,8 +36,7 @@ std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEs
     if (item.value().requires_grad()) out.trainable.emplace_back(item.key(), item.value().sizes().vec());
   out.adapter_parameters = static_cast<int64_t>(models::weight_gradients(*model).outside_base);
   if (!options.quantize) return out;
-  for (const auto& [name, layer] : models::lora_target_layers(*model)) {  // those quantize_frozen_base quantizes
-    if (layer->base_weight().requires_grad()) continue;
+  for (const auto& [name, layer] : models::quantizable_layers(*model)) {  // those quantize_frozen_base quantizes
     const int64_t numel = layer->base_weight().numel();
     out.quantized_parameters += numel;
     out.quantized_bytes += models::quant4_bytes(numel, *options.quantize);

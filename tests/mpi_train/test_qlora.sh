@@ -84,12 +84,20 @@ measure=(estimate-memory --model-config "$WORK/llama-mid.json" --lora-r 8 --lora
   --batch-size 1 --sequence-length 32 --threads 1 --measure --json)
 "$HPCTRAIN" "${measure[@]}" >"$WORK/measure-lora.json" 2>"$WORK/measure.log"
 "$HPCTRAIN" "${measure[@]}" --quantize-base nf4 >"$WORK/measure-qlora.json" 2>>"$WORK/measure.log"
-"$PY" - "$WORK/measure-lora.json" "$WORK/measure-qlora.json" <<'PYEOF' && ok "measured QLoRA model < 0.3 x, step peak < 0.8 x the LoRA step's" || { bad "measured step peaks"; tail -n 3 "$WORK/measure.log"; }
+"$PY" - "$WORK/measure-lora.json" "$WORK/measure-qlora.json" "$WORK/llama-mid.json" <<'PYEOF' && ok "measured QLoRA model < 0.3 x, step peak < 0.8 x the LoRA step's; the estimate's 4-bit weights are the layers' (not lm_head)" || { bad "measured step peaks"; tail -n 3 "$WORK/measure.log"; }
 import json, sys
-lora, qlora = (json.load(open(p))["measured"] for p in sys.argv[1:])
+lora, qlora = (json.load(open(p))["measured"] for p in sys.argv[1:3])
 print("measured step peak: LoRA", lora["peak_bytes"], "QLoRA", qlora["peak_bytes"], "model bytes", lora["model_bytes"],
       qlora["model_bytes"])
-sys.exit(0 if qlora["peak_bytes"] < 0.8 * lora["peak_bytes"] and qlora["model_bytes"] < 0.3 * lora["model_bytes"] else 1)
+ok = qlora["peak_bytes"] < 0.8 * lora["peak_bytes"] and qlora["model_bytes"] < 0.3 * lora["model_bytes"]
+# The estimate counts in 4-bit form what quantize_frozen_base quantizes: the layers' linear weights, not the head.
+c, estimate = json.load(open(sys.argv[3])), json.load(open(sys.argv[2]))
+h, i, kv = c["hidden_size"], c["intermediate_size"], c["hidden_size"] * c["num_key_value_heads"] // c["num_attention_heads"]
+layers = c["num_hidden_layers"] * (2 * h * h + 2 * h * kv + 3 * h * i)
+print("estimate's 4-bit weights", estimate["quantized_parameter_count"], "the layers'", layers,
+      "dequantized weight bytes", estimate["bytes"]["dequantized_weight"], "largest layer weight bytes", 4 * h * i)
+ok = ok and estimate["quantized_parameter_count"] == layers and estimate["bytes"]["dequantized_weight"] == 4 * h * i
+sys.exit(0 if ok else 1)
 PYEOF
 
 # Refusals name the option or the field.
