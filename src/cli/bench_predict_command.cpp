@@ -113,7 +113,8 @@ void add_zero_assumptions(nlohmann::json& lines, int zero_stage, bool reshard) {
                                 "communication timeline for all of them; then the norm's 8-byte allreduce and the "
                                 "update of 1/p of the parameters; no all-gather after the update",
                                 reshard ? " and again in backward (--zero-reshard-after-forward true: 1.5x stage 0's "
-                                          "bytes at 2 ranks)" : " only (kept to backward: stage 0's bytes)"));
+                                          "bytes at 2 ranks), but a tied head's embeddings, kept from forward to the "
+                                          "end of backward" : " only (kept to backward: stage 0's bytes)"));
     return;
   }
   lines.push_back(fmt::format("--zero-stage {}: each bucket reduce-scattered (half a ring: (p-1) alpha + (p-1)/p * "
@@ -206,7 +207,8 @@ int bench_predict_command(const Args& args) {
   in.zero_stage = a.zero.stage;
   in.bucket_bytes = train::gradient_bucket_bytes(train::parameter_shapes(config));
   if (in.zero_stage == 3) {
-    in.unit_bytes = train::zero3_unit_bytes(config);
+    train::Zero3Units units = train::zero3_units(config);
+    in.unit_bytes = std::move(units.bytes), in.unit_kept = std::move(units.kept);
     in.reshard_after_forward = reshard_after_forward(a.zero);
   }
   in.step = step_profile(a, config, o);

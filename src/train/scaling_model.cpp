@@ -49,9 +49,9 @@ struct CommTimeline {
   }
 };
 
-// Note [ZeRO-3 step model]: the units computed in `order`, each after its all-gather (when `gather`), the next one's
-// all-gather issued when a unit starts, each unit's reduce-scatter issued when it ends (when `reduce`). Returns the
-// end of the last unit's computation.
+// Note [ZeRO-3 step model]: the units computed in `order`, each after its all-gather (when `gather`, and in backward
+// not for a kept unit), the next one's all-gather issued when a unit starts, each unit's reduce-scatter issued when it
+// ends (when `reduce`). Returns the end of the last unit's computation.
 double zero3_pass(const ScalingInputs& in, int ranks, const std::vector<std::size_t>& order, double start,
                   double seconds, bool gather, bool reduce, CommTimeline& link, StepPrediction& p) {
   const double total = static_cast<double>(std::accumulate(in.unit_bytes.begin(), in.unit_bytes.end(), int64_t{0}));
@@ -60,6 +60,8 @@ double zero3_pass(const ScalingInputs& in, int ranks, const std::vector<std::siz
   };
   std::vector<double> gathered(order.size(), start);
   const auto issue_gather = [&](std::size_t i, double ready) {
+    const bool kept = order[i] < in.unit_kept.size() && in.unit_kept[order[i]];
+    if (kept && reduce) return;  // gathered in forward, kept to the end of backward
     const double cost = half_ring(order[i]);
     p.allgather_s += cost, p.comm_s += cost;
     gathered[i] = link.issue(ready, cost);
@@ -131,13 +133,14 @@ std::vector<int64_t> gradient_bucket_bytes(const ParameterShapes& shapes) {
   return out;
 }
 
-std::vector<int64_t> zero3_unit_bytes(const io::HfConfig& config) {
-  std::vector<int64_t> out;
+Zero3Units zero3_units(const io::HfConfig& config) {
+  Zero3Units out;
   for (const parallel::UnitShapes& unit : parallel::zero3_unit_shapes(config)) {
     int64_t numel = 0;
     for (const auto& [name, shape] : unit.parameters)
       numel += std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
-    out.push_back(4 * numel);
+    out.bytes.push_back(4 * numel);
+    out.kept.push_back(unit.kept);
   }
   return out;
 }

@@ -99,6 +99,26 @@ BOOST_AUTO_TEST_CASE(zero_on_one_rank_is_stage_0) {
   BOOST_CHECK_THROW((void)predict_step(hand_case(true, 1e-5, 3), 2), hpctrain::Error);
 }
 
+// Note [ZeRO-3 step model] at 2 ranks: units of 100, 300 and 200 bytes, half a ring each (α + n β / 2: 1.5, 2.5 and
+// 2 ms); gathered in forward, again in backward (resharding), reduce-scattered in backward. A kept unit (a tied
+// head's embeddings, Note [Unit gathers]) is gathered in forward only.
+BOOST_AUTO_TEST_CASE(zero3_gathers_each_unit_twice_and_a_kept_one_once) {
+  ScalingInputs in = hand_case(true, 1e-5, 3);
+  in.unit_bytes = {100, 300, 200};
+  const double forward = 0.0015 + 0.0025 + 0.002;
+  StepPrediction p = predict_step(in, 2);
+  BOOST_TEST(p.allgather_s == 2 * forward, tt::tolerance(1e-9));
+  in.reshard_after_forward = false;
+  p = predict_step(in, 2);
+  BOOST_TEST(p.allgather_s == forward, tt::tolerance(1e-9));
+  in.reshard_after_forward = true;
+  in.unit_kept = {true, false, false};
+  p = predict_step(in, 2);
+  BOOST_TEST(p.allgather_s == 2 * forward - 0.0015, tt::tolerance(1e-9));
+  const double norm = 2 * 1e-3 + 8 * 1e-5;  // the norm's allreduce at 2 ranks: 2 α + n β
+  BOOST_TEST(p.comm_s == p.allgather_s + forward + norm, tt::tolerance(1e-9));  // + the reduce-scatters
+}
+
 BOOST_AUTO_TEST_CASE(buckets_as_the_reducer_assigns_them) {
   // Backward order c, b, a: c opens the first bucket; b (2 MiB) exceeds the 1 MiB cap, closes it and gets its own.
   const ParameterShapes shapes{{"a", {8}}, {"b", {1 << 19}}, {"c", {2, 2}}};

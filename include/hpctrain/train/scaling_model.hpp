@@ -24,9 +24,10 @@ struct ScalingInputs {
   dist::AlphaBeta network;            // per ring step (Note [Ring alpha-beta])
   bool overlap = true;                // buckets reduced on the communication thread while backward runs
   int zero_stage = 0;                 // 1 or 2: ZeRO's reduce-scatter, sharded update, all-gather (Note [ZeRO step model])
-  // Stage 3 (Note [ZeRO-3 step model]): the units' fp32 bytes in forward order (zero3_unit_bytes), and whether a
-  // unit is gathered again for backward (--zero-reshard-after-forward).
+  // Stage 3 (Note [ZeRO-3 step model]): the units' fp32 bytes in forward order and those kept through the step
+  // (zero3_units), and whether a unit is gathered again for backward (--zero-reshard-after-forward).
   std::vector<int64_t> unit_bytes;
+  std::vector<bool> unit_kept;  // empty: none
   bool reshard_after_forward = true;
 };
 
@@ -63,11 +64,17 @@ struct StepPrediction {
 // and each unit's reduce-scatter (half a ring) is queued when its backward ends. Then the norm's allreduce and the
 // update of this rank's shards (optimizer_s / p); no all-gather after it (the next forward gathers). Bytes: the
 // gathers add one half ring per unit per forward and per backward with resharding, so at p = 2 the wire carries
-// 1.5x stage 0's bytes (1x without resharding: docs/zero.md, "Bytes on the wire").
+// 1.5x stage 0's bytes (1x without resharding: docs/zero.md, "Bytes on the wire"); a kept unit (a tied head's
+// embeddings, Note [Unit gathers]) is gathered in forward only.
 [[nodiscard]] StepPrediction predict_step(const ScalingInputs& inputs, int ranks);
 
-// The fp32 bytes of each unit --zero-stage 3 gathers (parallel::zero3_unit_shapes), in forward order.
-[[nodiscard]] std::vector<int64_t> zero3_unit_bytes(const io::HfConfig& config);
+// The units --zero-stage 3 gathers (parallel::zero3_unit_shapes), in forward order: ScalingInputs' unit_bytes (fp32)
+// and unit_kept.
+struct Zero3Units {
+  std::vector<int64_t> bytes;
+  std::vector<bool> kept;
+};
+[[nodiscard]] Zero3Units zero3_units(const io::HfConfig& config);
 
 // The fp32 gradient bytes of each bucket, as the gradient reducer assigns them for this model's parameters.
 [[nodiscard]] std::vector<int64_t> gradient_bucket_bytes(const ParameterShapes& shapes);

@@ -66,10 +66,7 @@ class UnitGathers {
  public:
   UnitGathers(ddp::ShardedParameters& sharded, UnitMap map, bool reshard_after_forward, int rank)
       : sharded_(sharded), map_(std::move(map)), reshard_after_forward_(reshard_after_forward),
-        stop_at_(test_stop_call(rank)) {
-    for (std::size_t unit : map_.embeddings)
-      if (std::find(map_.head.begin(), map_.head.end(), unit) != map_.head.end()) shared_.push_back(unit);
-  }
+        stop_at_(test_stop_call(rank)) {}
 
   at::Tensor run(const std::vector<std::size_t>& units, bool starts_forward, const at::Tensor& input,
                  const models::UnitBody& body) {
@@ -90,10 +87,10 @@ class UnitGathers {
       release(units);
       return output;
     }
-    if (reshard_after_forward_) release_unshared(units);
+    if (reshard_after_forward_) release_unkept(units);
     output.register_hook([this, call](const at::TensorBase&) { before_backward(call); });
     if (input.requires_grad())
-      input.register_hook([this, call](const at::TensorBase&) { release_unshared(calls_.at(call)); });
+      input.register_hook([this, call](const at::TensorBase&) { release_unkept(calls_.at(call)); });
     return output;
   }
 
@@ -120,10 +117,10 @@ class UnitGathers {
   void release(const std::vector<std::size_t>& units) {
     for (std::size_t unit : units) sharded_.release(unit);
   }
-  // Between a forward and the end of its backward: the shared units stay (Note [Unit gathers]).
-  void release_unshared(const std::vector<std::size_t>& units) {
+  // Between a forward and the end of its backward: the kept units stay (Note [Unit gathers]).
+  void release_unkept(const std::vector<std::size_t>& units) {
     for (std::size_t unit : units)
-      if (std::find(shared_.begin(), shared_.end(), unit) == shared_.end()) sharded_.release(unit);
+      if (std::find(map_.kept.begin(), map_.kept.end(), unit) == map_.kept.end()) sharded_.release(unit);
   }
 
   void before_backward(std::size_t call) {
@@ -135,7 +132,6 @@ class UnitGathers {
   ddp::ShardedParameters& sharded_;
   UnitMap map_;
   bool reshard_after_forward_;
-  std::vector<std::size_t> shared_;  // the units more than one hook gathers (a tied head's embeddings)
   std::vector<std::vector<std::size_t>> calls_, previous_calls_;  // the units of each hook call of a forward
   int64_t hook_calls_ = 0, stop_at_ = 0;
 };

@@ -66,6 +66,8 @@ UnitMap plan_units(models::Model& model) {
   map.embeddings = to_units(owners_of(embeddings, owner));
   map.head = to_units(owners_of(head, owner));
   map.rest = index[rest_unit];
+  for (std::size_t unit : map.embeddings)
+    if (std::find(map.head.begin(), map.head.end(), unit) != map.head.end()) map.kept.push_back(unit);
   for (std::size_t c : {head_unit, rest_unit}) if (index[c] != kNoUnit) map.backward_order.push_back(index[c]);
   for (std::size_t i = layers.size(); i-- > 0;) if (index[i + 1] != kNoUnit) map.backward_order.push_back(index[i + 1]);
   if (index[0] != kNoUnit) map.backward_order.push_back(index[0]);
@@ -77,8 +79,9 @@ std::vector<UnitShapes> zero3_unit_shapes(const io::HfConfig& config) {
   const std::shared_ptr<models::Model> model = models::build_model(config);
   const UnitMap map = plan_units(*model);
   std::vector<UnitShapes> out;
-  for (const ddp::ShardedParameters::Unit& unit : map.units) {
-    UnitShapes shapes{unit.name, {}};
+  for (std::size_t u = 0; u < map.units.size(); ++u) {
+    const ddp::ShardedParameters::Unit& unit = map.units[u];
+    UnitShapes shapes{unit.name, {}, std::find(map.kept.begin(), map.kept.end(), u) != map.kept.end()};
     for (const auto& [name, param] : unit.parameters) shapes.parameters.emplace_back(name, param.sizes().vec());
     out.push_back(std::move(shapes));
   }

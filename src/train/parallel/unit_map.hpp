@@ -20,6 +20,7 @@ struct UnitMap {
   std::unordered_map<const void*, std::size_t> layer_unit;  // TransformerLayer* -> unit
   std::vector<std::size_t> embeddings, head;                // the units each hook gathers (a tied head: the embeddings')
   std::size_t rest = kNoUnit;
+  std::vector<std::size_t> kept;  // the units both hooks gather (a tied head's: the embeddings'), Note [Unit gathers]
   std::vector<std::size_t> backward_order;  // units in the order backward completes their gradients
 };
 

@@ -14,6 +14,7 @@ namespace hpctrain::train::parallel {
 struct UnitShapes {
   std::string name;  // "embeddings", "transformer layer 3", "head", "rest"
   ParameterShapes parameters;
+  bool kept = false;  // gathered once per micro-batch, kept to the end of backward (a tied head's embeddings)
 };
 
 // The units of the model from_config(config) builds (it is built, then freed), in forward order, those with
