@@ -47,8 +47,8 @@ namespace hpctrain::train::detail {
 //   laid out with optim::any_segment_alignment, as ShardedParameters lays it out); the rank keeps 4 x S_u bytes of
 //   every unit's parameters and of its reduced gradient slices, the state share as above, stage 2's transients
 //   at the end of backward, and the gathered units at the peak: with --zero-reshard-after-forward true the two
-//   largest (the one computing and the one prefetched) and `rest` (kept through the step), else every unit (all
-//   of them are gathered by the end of forward).
+//   largest others (the one computing and the one prefetched), `rest` and a tied head's embeddings (both kept
+//   through the step), else every unit (all of them are gathered by the end of forward).
 // One rank shards nothing: stage 0's terms.
 namespace {
 
@@ -133,8 +133,8 @@ std::optional<ZeroTerms> zero_terms(const ParameterShapes& parameters, const Mem
 ZeroTerms zero3_terms(const io::HfConfig& config, const MemoryEstimateOptions& o, int64_t activation_bytes) {
   check_zero_options(o);
   ZeroTerms t;
-  std::vector<int64_t> unit_bytes, bucket_bytes;
-  int64_t slices = 0, largest_parameter = 0, rest_bytes = 0;
+  std::vector<int64_t> unit_bytes, bucket_bytes, others;  // others: the units neither `rest` nor kept
+  int64_t slices = 0, largest_parameter = 0, kept_bytes = 0;
   for (const parallel::UnitShapes& unit : parallel::zero3_unit_shapes(config)) {
     std::vector<int64_t> numels, alignments;
     int64_t state = 0, real = 0;
@@ -149,12 +149,15 @@ ZeroTerms zero3_terms(const io::HfConfig& config, const MemoryEstimateOptions& o
     slices += layout.slice_numel;
     t.optimizer_state += (state * layout.slice_numel + std::max<int64_t>(real, 1) - 1) / std::max<int64_t>(real, 1);
     unit_bytes.push_back(4 * layout.padded_numel);
-    if (unit.name == "rest") rest_bytes = unit_bytes.back();
+    if (unit.name == "rest" || unit.kept) kept_bytes += unit_bytes.back();
+    else others.push_back(unit_bytes.back());
   }
   bucket_bytes = unit_bytes;
   std::sort(bucket_bytes.rbegin(), bucket_bytes.rend());
   const int64_t two_largest = bucket_bytes[0] + (bucket_bytes.size() > 1 ? bucket_bytes[1] : 0);
-  const int64_t gathered = o.zero_reshard_after_forward ? two_largest + rest_bytes
+  std::sort(others.rbegin(), others.rend());
+  const int64_t two_largest_others = (others.empty() ? 0 : others[0]) + (others.size() > 1 ? others[1] : 0);
+  const int64_t gathered = o.zero_reshard_after_forward ? two_largest_others + kept_bytes
                                                          : std::accumulate(unit_bytes.begin(), unit_bytes.end(), int64_t{0});
   t.parameters = 4 * slices + gathered;
   t.gradients = 4 * slices;
