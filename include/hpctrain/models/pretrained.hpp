@@ -4,6 +4,7 @@
 
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/model.hpp"
+#include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/weights.hpp"
 
 #include <filesystem>
@@ -55,5 +56,16 @@ void save_pretrained(const Model& model, const std::filesystem::path& dir,
 void write_pretrained_files(const Model& model, const std::filesystem::path& dir,
                             const std::vector<std::filesystem::path>& tokenizer_files = {},
                             std::optional<at::ScalarType> save_dtype = std::nullopt);
+
+// Streamed writes (Note [Streamed writes] in src/train/streamed_save.cpp): the weights write_pretrained_files writes (names, dtypes after
+// save_dtype, shapes; no data), in state_dict(model)'s order; and write_pretrained_files taking the bytes of
+// weight i from data(i) as it writes it, in io::save_sharded_order(pretrained_layout(...)).
+[[nodiscard]] std::vector<io::TensorView> pretrained_layout(const Model& model, std::optional<at::ScalarType> save_dtype);
+void write_pretrained_files(const Model& model, const std::filesystem::path& dir,
+                            const std::vector<std::filesystem::path>& tokenizer_files,
+                            std::optional<at::ScalarType> save_dtype, const io::TensorData& data);
+void save_pretrained(const Model& model, const std::filesystem::path& dir,
+                     const std::vector<std::filesystem::path>& tokenizer_files,
+                     std::optional<at::ScalarType> save_dtype, const io::TensorData& data);
 
 }  // namespace hpctrain::models

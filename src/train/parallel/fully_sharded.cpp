@@ -220,9 +220,10 @@ class FullySharded final : public StrategyBase {
     fail("GradientReducer::average_parameters (Local SGD) with ZeRO stage 3: not supported");
   }
 
-  optim::OptimizerState optimizer_state_to_save(const optim::Optimizer& optimizer) override {
+  StateToSave optimizer_state_to_save(const optim::Optimizer& optimizer) override {
     HPCTRAIN_CHECK(made_ == &optimizer, "--zero-stage 3: the registered optimizer is not sharded");
-    return made_->gather_state();  // Note [ZeRO checkpoints]
+    const ZeroOptimizer& zero = *made_;  // Note [ZeRO checkpoints]
+    return {zero.state_layout(), [&zero](const std::string& name) { return zero.gather_state_tensor(name); }};
   }
 
   void with_whole_model(const std::function<void()>& use, bool keep_changes) override {
@@ -230,6 +231,23 @@ class FullySharded final : public StrategyBase {
     use();
     if (keep_changes) sharded_->keep_gathered_values();
     sharded_->release_all();
+  }
+
+  // Note [Streamed writes]: one unit gathered at a time (the one holding `tensor`); tensors outside every unit
+  // (buffers) are whole already.
+  void make_whole(const at::Tensor& tensor) override {
+    if (unit_of_storage_.empty())
+      for (const auto& p : sharded_->parameters())
+        unit_of_storage_.emplace(p.tensor.storage().unsafeGetStorageImpl(), sharded_->groups()[p.group].unit);
+    const auto found = unit_of_storage_.find(tensor.storage().unsafeGetStorageImpl());
+    if (found == unit_of_storage_.end() || found->second == whole_unit_) return;
+    if (whole_unit_ != kNoUnit) sharded_->release(whole_unit_);
+    whole_unit_ = found->second;
+    sharded_->gather(whole_unit_);
+  }
+  void end_whole_tensors() override {
+    sharded_->release_all();
+    whole_unit_ = kNoUnit;
   }
 
   int64_t model_state_bytes(const optim::Optimizer* optimizer) override {
@@ -287,6 +305,8 @@ class FullySharded final : public StrategyBase {
   std::unique_ptr<UnitGathers> gathers_;
   std::unique_ptr<UnitShards> shards_;
   ZeroOptimizer* made_ = nullptr;  // owned by the caller of make_optimizer
+  std::unordered_map<const void*, std::size_t> unit_of_storage_;  // a unit's buffers' storage -> the unit
+  std::size_t whole_unit_ = kNoUnit;                                // gathered by make_whole
 };
 
 }  // namespace
