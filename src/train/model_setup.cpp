@@ -9,6 +9,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/sha256.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/qlora.hpp"
@@ -227,25 +228,32 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
   // from above by the state of one vector of all the parameters: factored or small tensors hold less). With
-  // --zero-stage 3 over N ranks a rank builds the whole model once, then keeps 1/N of the weights, the
-  // gradients and the state (Note [Sharded parameters]).
+  // --zero-stage 3 over N ranks a rank keeps 1/N of the weights, the gradients and the state (Note [Sharded
+  // parameters]); it builds the whole model once where it loads weights into it or adds adapters, else one unit
+  // at a time (Note [Deferred materialization]).
   const int64_t shards = options.accelerator.zero_stage == 3 ? std::max(world_size, 1) : 1;
+  const bool unit_by_unit = shards > 1 && options.model_dir.empty() && options.lora_r == 0;
   const auto optimizer_state = [&](int64_t parameters) {
     const int64_t state = optim::optimizer_state_bytes(options.optimizer, {parameters});
     return shards == 1 ? state : (8 * parameters + state) / shards;
   };
+  const std::string optim_name = optim::canonical_optimizer_name(options.optimizer.optim);
   // config.source() is the config.json file read (a preset has none: its name).
-  models::check_model_fits_host(config, shards == 1 ? 2 : 1,
-                                options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
-                                shards == 1 ? fmt::format("training (weights, gradients, {} state)",
-                                                          optim::canonical_optimizer_name(options.optimizer.optim))
-                                            : fmt::format("training at --zero-stage 3 over {} ranks (the whole model "
-                                                          "built once; 1/{} of weights, gradients, {} state)",
-                                                          shards, shards,
-                                                          optim::canonical_optimizer_name(options.optimizer.optim)),
-                                optimizer_state);
+  models::check_model_fits_host(
+      config, shards == 1 ? 2 : unit_by_unit ? 0 : 1,
+      options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
+      shards == 1 ? fmt::format("training (weights, gradients, {} state)", optim_name)
+                  : fmt::format("training at --zero-stage 3 over {} ranks ({}1/{} of weights, gradients, {} state)",
+                                shards, unit_by_unit ? "" : "the whole model built once; ", shards, optim_name),
+      optimizer_state);
   torch::manual_seed(options.accelerator.seed);
-  setup.model = models::build_model(config);
+  {
+    const models::DeferredParameters deferred;  // Note [Deferred materialization]
+    setup.model = models::build_model(config);
+  }
+  models::mark_deferred(*setup.model, options.accelerator.seed);
+  // Stage 3 materializes unit by unit into the shards (FullySharded::prepare_model); else now.
+  if (!unit_by_unit || setup.model->transformer_layers().empty()) models::materialize_all(*setup.model);
   if (!options.model_dir.empty()) {
     models::StateDict weights = models::read_weights(options.model_dir);
     if (resized) models::drop_resized_head(*setup.model, weights);
