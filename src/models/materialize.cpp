@@ -9,6 +9,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/random.hpp"
+#include "hpctrain/models/registry.hpp"
 
 // Note [Deferred materialization]
 // With --zero-stage 3 no rank should hold the whole fp32 model at start. train::build_model builds a model
@@ -88,6 +89,18 @@ void materialize(Model& model, const std::vector<std::string>& names) {
     }
     only = nullptr;
   }
+}
+
+std::shared_ptr<Model> build_seeded_model(const io::HfConfig& config, uint64_t seed, bool keep_deferred) {
+  torch::manual_seed(seed);  // what the constructors draw (the vision models' weights)
+  std::shared_ptr<Model> model;
+  {
+    const DeferredParameters deferred;
+    model = build_model(config);
+  }
+  mark_deferred(*model, seed);
+  if (!keep_deferred) materialize_all(*model);
+  return model;
 }
 
 void materialize_all(Model& model) {

@@ -246,14 +246,9 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
                   : fmt::format("training at --zero-stage 3 over {} ranks ({}1/{} of weights, gradients, {} state)",
                                 shards, unit_by_unit ? "" : "the whole model built once; ", shards, optim_name),
       optimizer_state);
-  torch::manual_seed(options.accelerator.seed);
-  {
-    const models::DeferredParameters deferred;  // Note [Deferred materialization]
-    setup.model = models::build_model(config);
-  }
-  models::mark_deferred(*setup.model, options.accelerator.seed);
-  // Stage 3 materializes unit by unit into the shards (FullySharded::prepare_model); else now.
-  if (!unit_by_unit || setup.model->transformer_layers().empty()) models::materialize_all(*setup.model);
+  // Note [Deferred materialization]: stage 3 materializes unit by unit into the shards (FullySharded::prepare_model).
+  setup.model = models::build_seeded_model(config, options.accelerator.seed, unit_by_unit);
+  if (setup.model->transformer_layers().empty()) models::materialize_all(*setup.model);
   if (!options.model_dir.empty()) {
     models::StateDict weights = models::read_weights(options.model_dir);
     if (resized) models::drop_resized_head(*setup.model, weights);

@@ -6,6 +6,7 @@
 #include <torch/nn/module.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,5 +41,11 @@ void mark_deferred(Model& model, uint64_t seed);
 void materialize(Model& model, const std::vector<std::string>& names);
 // Every deferred parameter; the model is no longer deferred after it.
 void materialize_all(Model& model);
+
+// The model `hpctrain train --seed SEED` starts from (registry.hpp's build_model inside a DeferredParameters
+// scope, then materialize_all): each parameter from (seed, its name), the same on any rank and at any ZeRO stage.
+// `keep_deferred`: the parameters are left without memory for the caller to materialize (ZeRO-3's prepare_model).
+[[nodiscard]] std::shared_ptr<Model> build_seeded_model(const io::HfConfig& config, uint64_t seed,
+                                                        bool keep_deferred = false);
 
 }  // namespace hpctrain::models
