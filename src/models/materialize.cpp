@@ -24,7 +24,9 @@
 // after building) and stage 3 (FullySharded::prepare_model: unit by unit, each unit's slices kept in the shards
 // and the unit freed before the next) start from the same weights, on any number of ranks, without a
 // broadcast. Building outside the scope (from_config, from_pretrained, the estimates) initializes as before,
-// from the generator's stream in module order. Pretrained weights (--model) and LoRA are loaded into a
+// from the generator's stream in module order. Pretrained weights (--model) at stage 3: the model's
+// DeferredValues hold views into the memory-mapped files (train's load_weights, after the same checks as
+// load_state_dict), and a parameter with a loaded value is copied from it instead of initialized. LoRA adapts a
 // materialized model (train::build_model materializes first).
 namespace hpctrain::models {
 namespace {
@@ -78,6 +80,15 @@ void materialize(Model& model, const std::vector<std::string>& names) {
     const auto nbytes = static_cast<std::size_t>(param.numel()) * param.element_size();
     storage->set_data_ptr(storage->allocator()->allocate(nbytes));
     storage->set_nbytes(nbytes);
+    if (const auto& loaded = model.deferred_values()) {  // pretrained: the checkpoint's value when it has one
+      const auto value = loaded->values.find(name);
+      if (value != loaded->values.end()) {
+        at::NoGradGuard no_grad;
+        at::Tensor target = param;
+        target.copy_(value->second);
+        continue;
+      }
+    }
     const std::unordered_set<const void*> this_one{param.unsafeGetTensorImpl()};
     only = &this_one;
     try {

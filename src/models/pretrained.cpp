@@ -53,6 +53,19 @@ StateDict read_weights(const fs::path& dir) {
   }
 }
 
+MappedWeights map_weights(const fs::path& dir) {
+  MappedWeights out;
+  out.files = std::make_shared<const io::SafetensorsCheckpoint>(io::SafetensorsCheckpoint::open(dir));
+  for (const auto& [name, view] : out.files->tensors()) {
+    const at::ScalarType type = to_scalar_type(view->dtype);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(view->data) % c10::elementSize(type) == 0;
+    out.tensors.emplace(name, aligned ? at::from_blob(const_cast<std::byte*>(view->data), view->shape,
+                                                      at::TensorOptions().dtype(type))
+                                      : to_tensor(*view));
+  }
+  return out;
+}
+
 Pretrained from_pretrained(const fs::path& dir) {
   Pretrained out;
   out.model = from_config(io::HfConfig::load(dir));

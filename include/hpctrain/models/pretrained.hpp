@@ -39,6 +39,15 @@ using Pretrained = Loaded<SequenceClassifier>;
 // The folder's tensors as CPU at::Tensors in their stored dtypes (copied out of the mapping).
 [[nodiscard]] StateDict read_weights(const std::filesystem::path& dir);
 
+// The folder's tensors as read-only views into its memory-mapped files, valid while `files` lives: nothing is
+// read until a view is (a tensor whose bytes are not aligned for its dtype is copied). For loading one unit at a
+// time (Note [Deferred materialization]).
+struct MappedWeights {
+  std::shared_ptr<const io::SafetensorsCheckpoint> files;
+  StateDict tensors;
+};
+[[nodiscard]] MappedWeights map_weights(const std::filesystem::path& dir);
+
 // Writes `dir` as transformers' save_pretrained: config.json (model.config() with "architectures" and
 // "torch_dtype" set, written by io::HfConfig::save: labels, unknown keys kept), the weights
 // in the parameters' dtype with HF names and {"format": "pt"} metadata (model.safetensors, or shards
