@@ -30,6 +30,8 @@
 #include "hpctrain/data/dataset_reader.hpp"
 #include "hpctrain/dist/comm.hpp"
 #include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/core/error.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/weight_decay.hpp"
 #include "hpctrain/train/accelerator.hpp"
@@ -57,8 +59,10 @@ struct Args {
 std::shared_ptr<models::SequenceClassifier> build_model(const Args& args) {
   io::HfConfig config = io::HfConfig::load(args.config);
   config.common.set_labels(data::DatasetReader(args.data).label_names());
-  torch::manual_seed(kSeed);
-  return models::from_config(config);
+  // As `hpctrain train --seed` builds it: each parameter from (seed, its name) (Note [Deferred materialization]).
+  auto model = std::dynamic_pointer_cast<models::SequenceClassifier>(models::build_seeded_model(config, kSeed));
+  HPCTRAIN_CHECK(model != nullptr, "{}: not a sequence classifier", args.config);
+  return model;
 }
 
 int run(dist::Comm& comm, const Args& args) {

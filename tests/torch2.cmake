@@ -13,7 +13,7 @@ set(HPCTRAIN_TORCH2_TESTS
   "^mpi\\.examples\\."
   "^mpi\\.train\\.(causal_lm|causal_lm_features|env|equivalence|final_model|grad_reduce_dtype|gradient_checkpointing)$"
   "^mpi\\.train\\.(chunked_loss_gradients|lora|lora_peft|loss_scaling|packing|qlora|qlora_peft|sft|tensorboard)$"
-  "^mpi\\.train\\.(unused_parameters|zero|zero3|zero3_resume)$"
+  "^mpi\\.train\\.(unused_parameters|zero|zero3|zero3_resume|zero3_pretrained)$"
   "^cli\\.test_(generate|model_commands)$")
 
 hpctrain_tests_matching(hpctrain_torch2 ${HPCTRAIN_TORCH2_TESTS})

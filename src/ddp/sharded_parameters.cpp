@@ -136,7 +136,10 @@ ShardedParameters::ShardedParameters(dist::Comm& comm, std::vector<Unit> units,
   }
   s.place = plan_bucket_place(device, *s.comm);
   s.overlap = options.overlap && s.comm->thread_level() == dist::ThreadLevel::multiple;
-  for (Unit& unit : units) s.add_unit(std::move(unit), alignment);
+  for (Unit& unit : units) {
+    if (options.before_unit) options.before_unit(unit.parameters);  // Note [Deferred materialization]
+    s.add_unit(std::move(unit), alignment);
+  }
   if (s.overlap) s.thread = std::make_unique<CommThread>([device] { compat::make_device_current(device); });
 }
 

@@ -94,30 +94,54 @@ std::vector<std::vector<std::size_t>> plan_shards(const std::vector<std::uint64_
   return shards;
 }
 
+namespace {
+
+std::vector<std::vector<std::size_t>> plan_of(const std::vector<TensorView>& tensors, std::uint64_t max_shard_bytes) {
+  std::vector<std::uint64_t> sizes;
+  sizes.reserve(tensors.size());
+  for (const TensorView& tensor : tensors) sizes.push_back(tensor.nbytes);
+  return plan_shards(sizes, max_shard_bytes);
+}
+
+}  // namespace
+
+std::vector<std::size_t> save_sharded_order(const std::vector<TensorView>& tensors, std::uint64_t max_shard_bytes) {
+  std::vector<std::size_t> order;
+  for (const std::vector<std::size_t>& shard : plan_of(tensors, max_shard_bytes)) {
+    std::vector<TensorView> members;
+    for (const std::size_t i : shard) members.push_back(tensors[i]);
+    for (const std::size_t k : save_order(members)) order.push_back(shard[k]);
+  }
+  return order;
+}
+
 SavedWeights save_sharded(const fs::path& dir, const std::vector<TensorView>& tensors, const Metadata& metadata,
                           std::uint64_t max_shard_bytes) {
+  return save_sharded(dir, tensors, metadata, max_shard_bytes, TensorData{});
+}
+
+SavedWeights save_sharded(const fs::path& dir, const std::vector<TensorView>& tensors, const Metadata& metadata,
+                          std::uint64_t max_shard_bytes, const TensorData& data) {
   std::error_code error;
   fs::create_directories(dir, error);
   HPCTRAIN_CHECK(!error, "cannot create model folder '{}': {}", dir.string(), error.message());
   check_unique_names(tensors, dir);
 
-  std::vector<std::uint64_t> sizes;
-  sizes.reserve(tensors.size());
-  for (const TensorView& tensor : tensors) sizes.push_back(tensor.nbytes);
-  const std::vector<std::vector<std::size_t>> plan = plan_shards(sizes, max_shard_bytes);
+  const std::vector<std::vector<std::size_t>> plan = plan_of(tensors, max_shard_bytes);
 
   SavedWeights saved;
   if (plan.size() <= 1) {
     saved.layout = WeightsLayout::single_file;
     saved.files.push_back(dir / kSafeWeightsName);
-    save_safetensors(saved.files.back(), tensors, metadata);
+    save_safetensors(saved.files.back(), tensors, metadata, data);
   } else {
     saved.layout = WeightsLayout::sharded;
     for (std::size_t shard = 0; shard < plan.size(); ++shard) {
       std::vector<TensorView> members;
       for (const std::size_t i : plan[shard]) members.push_back(tensors[i]);
       saved.files.push_back(dir / shard_file_name(shard, plan.size()));
-      save_safetensors(saved.files.back(), members, metadata);
+      const TensorData member_data = !data ? TensorData{} : [&](std::size_t k) { return data(plan[shard][k]); };
+      save_safetensors(saved.files.back(), members, metadata, member_data);
     }
     // The index goes last: a reader never sees an index naming shards that are not written yet.
     saved.files.push_back(dir / kSafeWeightsIndexName);

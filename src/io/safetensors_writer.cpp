@@ -23,7 +23,8 @@ void check_utf8(const std::string& text, const std::string& file, std::string_vi
   }
 }
 
-void check_tensors(const std::vector<TensorView>& tensors, const Metadata& metadata, const std::string& file) {
+void check_tensors(const std::vector<TensorView>& tensors, const Metadata& metadata, const std::string& file,
+                   bool streamed) {
   std::set<std::string_view> names;
   for (const TensorView& tensor : tensors) {
     HPCTRAIN_CHECK(tensor.name != "__metadata__", "cannot write safetensors file '{}': '__metadata__' is reserved "
@@ -38,8 +39,8 @@ void check_tensors(const std::vector<TensorView>& tensors, const Metadata& metad
     HPCTRAIN_CHECK(*expected == tensor.nbytes, "cannot write safetensors file '{}': tensor '{}' has shape {} of {} "
                    "({} bytes) but {} bytes of data", file, tensor.name, shape_string(tensor.shape),
                    dtype_name(tensor.dtype), *expected, tensor.nbytes);
-    HPCTRAIN_CHECK(tensor.data != nullptr || tensor.nbytes == 0, "cannot write safetensors file '{}': tensor '{}' "
-                   "has {} bytes but no data pointer", file, tensor.name, tensor.nbytes);
+    HPCTRAIN_CHECK(streamed || tensor.data != nullptr || tensor.nbytes == 0, "cannot write safetensors file '{}': "
+                   "tensor '{}' has {} bytes but no data pointer", file, tensor.name, tensor.nbytes);
   }
   for (const auto& [key, value] : metadata) {
     check_utf8(key, file, "metadata key");
@@ -84,8 +85,15 @@ std::string header_text(const std::vector<TensorView>& tensors, const std::vecto
 
 void save_safetensors(const std::filesystem::path& path, const std::vector<TensorView>& tensors,
                       const Metadata& metadata) {
+  save_safetensors(path, tensors, metadata, TensorData{});
+}
+
+std::vector<std::size_t> save_order(const std::vector<TensorView>& tensors) { return layout_order(tensors); }
+
+void save_safetensors(const std::filesystem::path& path, const std::vector<TensorView>& tensors,
+                      const Metadata& metadata, const TensorData& data) {
   const std::string file = path.string();
-  check_tensors(tensors, metadata, file);
+  check_tensors(tensors, metadata, file, static_cast<bool>(data));
   const std::vector<std::size_t> order = layout_order(tensors);
   const std::string header = header_text(tensors, order, metadata);
   HPCTRAIN_CHECK(header.size() <= kMaxHeaderBytes, "cannot write safetensors file '{}': the header would be {} "
@@ -97,7 +105,10 @@ void save_safetensors(const std::filesystem::path& path, const std::vector<Tenso
   out.write(&header_length, sizeof header_length);
   out.write(header.data(), header.size());
   for (const std::size_t i : order) {
-    if (tensors[i].nbytes > 0) out.write(tensors[i].data, tensors[i].nbytes);
+    const std::byte* bytes = data ? data(i) : tensors[i].data;  // Note [Streamed writes]: asked even when empty
+    HPCTRAIN_CHECK(bytes != nullptr || tensors[i].nbytes == 0, "cannot write safetensors file '{}': tensor '{}' has "
+                   "{} bytes but no data", file, tensors[i].name, tensors[i].nbytes);
+    if (tensors[i].nbytes > 0) out.write(bytes, tensors[i].nbytes);
   }
   out.commit();
 }

@@ -2,6 +2,7 @@
 #include "hpctrain/models/bert.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "models/attention.hpp"
 #include "models/dropout.hpp"
 #include "models/layers.hpp"
@@ -95,14 +96,18 @@ at::Tensor BertLayer::forward(const at::Tensor& hidden, const LayerContext& cont
 }
 
 BertModel::BertModel(const io::BertConfig& s) {
+  // Note [Deferred materialization]: each part's memory released once built, inside a DeferredParameters scope.
   embeddings = register_module("embeddings", std::make_shared<BertEmbeddings>(s));
+  defer_parameters(*embeddings);
   torch::nn::ModuleList layer_list;
   for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
     layers.push_back(std::make_shared<BertLayer>(s));
+    defer_parameters(*layers.back());
     layer_list->push_back(layers.back());
   }
   scope(*this, "encoder")->register_module("layer", layer_list);
   pooler = scope(*this, "pooler")->register_module("dense", LoraLinear(s.hidden_size, s.hidden_size));
+  defer_parameters(*pooler);
 }
 
 BertForSequenceClassification::BertForSequenceClassification(io::HfConfig config)
@@ -113,6 +118,7 @@ BertForSequenceClassification::BertForSequenceClassification(io::HfConfig config
                  s.hidden_size);
   bert = register_module("bert", std::make_shared<BertModel>(s));
   classifier = register_module("classifier", LoraLinear(s.hidden_size, num_labels()));
+  defer_parameters(*classifier);
   init_weights();
 }
 

@@ -2,6 +2,7 @@
 #include "hpctrain/models/distilbert.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "models/attention.hpp"
 #include "models/dropout.hpp"
 #include "models/layers.hpp"
@@ -81,12 +82,15 @@ at::Tensor DistilBertLayer::forward(const at::Tensor& hidden, const LayerContext
 }
 
 DistilBertModel::DistilBertModel(const io::DistilBertConfig& s) {
+  // Note [Deferred materialization]: each part's memory released once built, inside a DeferredParameters scope.
   embeddings = register_module("embeddings", std::make_shared<DistilBertEmbeddings>(s));
+  defer_parameters(*embeddings);
   // transformers' Transformer module only holds the ModuleList "layer".
   auto transformer = register_module("transformer", std::make_shared<torch::nn::Module>("Transformer"));
   torch::nn::ModuleList layer_list;
   for (int64_t i = 0; i < s.n_layers; ++i) {
     layers.push_back(std::make_shared<DistilBertLayer>(s));
+    defer_parameters(*layers.back());
     layer_list->push_back(layers.back());
   }
   transformer->register_module("layer", layer_list);
@@ -100,7 +104,9 @@ DistilBertForSequenceClassification::DistilBertForSequenceClassification(io::HfC
                  "DistilBERT config: n_heads {} must divide dim {} evenly", s.n_heads, s.dim);
   distilbert = register_module("distilbert", std::make_shared<DistilBertModel>(s));
   pre_classifier = register_module("pre_classifier", make_linear(s.dim, s.dim));
+  defer_parameters(*pre_classifier);
   classifier = register_module("classifier", make_linear(s.dim, num_labels()));
+  defer_parameters(*classifier);
   init_weights();
 }
 
@@ -110,7 +116,8 @@ void DistilBertForSequenceClassification::init_weights() {
     // A fixed table, not a trained parameter (transformers sets requires_grad = False on it).
     at::Tensor& weight = distilbert->embeddings->position_embeddings->weight;
     at::NoGradGuard no_grad;
-    weight.copy_(detail::sinusoidal_table(settings_.max_position_embeddings, settings_.dim));
+    if (initializes(weight))  // Note [Deferred materialization]
+      weight.copy_(detail::sinusoidal_table(settings_.max_position_embeddings, settings_.dim));
     weight.set_requires_grad(false);
   }
 }

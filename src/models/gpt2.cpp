@@ -2,6 +2,7 @@
 #include "hpctrain/models/gpt2.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "models/attention.hpp"
 #include "models/decoder.hpp"
 #include "models/dropout.hpp"
@@ -83,15 +84,20 @@ at::Tensor Gpt2Block::forward_cached(const at::Tensor& hidden, LayerKvCache& cac
 }
 
 Gpt2Model::Gpt2Model(const io::Gpt2Config& s) {
+  // Note [Deferred materialization]: each part's memory released once built, inside a DeferredParameters scope.
   wte = register_module("wte", torch::nn::Embedding(s.vocab_size, s.n_embd));
+  defer_parameters(*wte);
   wpe = register_module("wpe", torch::nn::Embedding(s.n_positions, s.n_embd));
+  defer_parameters(*wpe);
   torch::nn::ModuleList blocks;
   for (int64_t i = 0; i < s.n_layer; ++i) {
     h.push_back(std::make_shared<Gpt2Block>(s));
+    defer_parameters(*h.back());
     blocks->push_back(h.back());
   }
   register_module("h", blocks);
   ln_f = register_module("ln_f", make_layer_norm(s));
+  defer_parameters(*ln_f);
 }
 
 GPT2LMHeadModel::GPT2LMHeadModel(io::HfConfig config)
@@ -103,6 +109,7 @@ GPT2LMHeadModel::GPT2LMHeadModel(io::HfConfig config)
   if (!settings_.tie_word_embeddings) {
     lm_head = register_module(
         "lm_head", LoraLinear(torch::nn::LinearOptions(settings_.n_embd, settings_.vocab_size).bias(false)));
+    defer_parameters(*lm_head);
   }
   init_weights();
 }
@@ -113,9 +120,9 @@ void GPT2LMHeadModel::init_weights() {
   // transformers scales the residual projections ("c_proj.weight") by 1/sqrt(2 n_layer) (GPT-2 paper, 2.3).
   const double weight_std = settings_.initializer_range;
   const double proj_std = weight_std / std::sqrt(2.0 * static_cast<double>(settings_.n_layer));
-  auto init = [](Gpt2Conv1D& conv, double conv_std) {
-    conv.weight.normal_(0.0, conv_std);
-    conv.bias.zero_();
+  auto init = [](Gpt2Conv1D& conv, double conv_std) {  // Note [Deferred materialization]: what initializes() allows
+    if (initializes(conv.weight)) conv.weight.normal_(0.0, conv_std);
+    if (initializes(conv.bias)) conv.bias.zero_();
   };
   for (const auto& block : transformer->h) {
     init(*block->attn->c_attn, weight_std);

@@ -4,6 +4,7 @@
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/loss.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "hpctrain/models/model.hpp"
 
 #include <ATen/ATen.h>
@@ -73,15 +74,17 @@ void init_like_transformers(torch::nn::Module& root, double std) {
   // include_self=false: the root is not a Linear/Embedding/LayerNorm, and during its constructor it
   // is not yet owned by a shared_ptr (which modules(true) needs).
   for (const auto& module : root.modules(/*include_self=*/false)) {
+    // Note [Deferred materialization]: only what initializes() allows.
     if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(module.get())) {
-      linear->weight.normal_(0.0, std);
-      if (linear->bias.defined()) linear->bias.zero_();
+      if (initializes(linear->weight)) linear->weight.normal_(0.0, std);
+      if (linear->bias.defined() && initializes(linear->bias)) linear->bias.zero_();
     } else if (auto* embedding = dynamic_cast<torch::nn::EmbeddingImpl*>(module.get())) {
+      if (!initializes(embedding->weight)) continue;
       embedding->weight.normal_(0.0, std);
       if (const auto& padding = embedding->options.padding_idx()) embedding->weight[*padding].zero_();
     } else if (auto* norm = dynamic_cast<torch::nn::LayerNormImpl*>(module.get())) {
-      norm->weight.fill_(1.0);
-      norm->bias.zero_();
+      if (initializes(norm->weight)) norm->weight.fill_(1.0);
+      if (initializes(norm->bias)) norm->bias.zero_();
     }
   }
 }

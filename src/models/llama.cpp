@@ -3,6 +3,7 @@
 
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "models/attention.hpp"
 #include "models/decoder.hpp"
 #include "models/layers.hpp"
@@ -157,14 +158,18 @@ LlamaModel::LlamaModel(const io::LlamaConfig& s, bool qwen2)
     : rotary(std::make_shared<const RotaryEmbedding>(s.rope, s.head_size())) {
   torch::nn::EmbeddingOptions words(s.vocab_size, s.hidden_size);
   if (s.pad_token_id) words.padding_idx(*s.pad_token_id);
+  // Note [Deferred materialization]: each part's memory released once built, inside a DeferredParameters scope.
   embed_tokens = register_module("embed_tokens", torch::nn::Embedding(words));
+  defer_parameters(*embed_tokens);
   torch::nn::ModuleList layer_list;
   for (int64_t i = 0; i < s.num_hidden_layers; ++i) {
     layers.push_back(std::make_shared<LlamaDecoderLayer>(s, qwen2, rotary));
+    defer_parameters(*layers.back());
     layer_list->push_back(layers.back());
   }
   register_module("layers", layer_list);
   norm = register_module("norm", std::make_shared<LlamaRMSNorm>(s.hidden_size, s.rms_norm_eps));
+  defer_parameters(*norm);
 }
 
 namespace {
@@ -183,6 +188,7 @@ LlamaForCausalLM::LlamaForCausalLM(io::HfConfig config)
   if (!settings_.tie_word_embeddings) {
     lm_head = register_module(
         "lm_head", LoraLinear(torch::nn::LinearOptions(settings_.hidden_size, settings_.vocab_size).bias(false)));
+    defer_parameters(*lm_head);
   }
   init_weights();
 }
@@ -190,11 +196,11 @@ LlamaForCausalLM::LlamaForCausalLM(io::HfConfig config)
 void LlamaForCausalLM::init_weights() {
   detail::init_like_transformers(*this, settings_.initializer_range);  // Linear, Embedding
   at::NoGradGuard no_grad;
-  for (const auto& layer : model->layers) {
-    layer->input_layernorm->weight.fill_(1.0);
-    layer->post_attention_layernorm->weight.fill_(1.0);
+  for (const auto& layer : model->layers) {  // Note [Deferred materialization]: what initializes() allows
+    for (at::Tensor* weight : {&layer->input_layernorm->weight, &layer->post_attention_layernorm->weight})
+      if (initializes(*weight)) weight->fill_(1.0);
   }
-  model->norm->weight.fill_(1.0);
+  if (initializes(model->norm->weight)) model->norm->weight.fill_(1.0);
 }
 
 at::Tensor LlamaForCausalLM::hidden_states(const ModelInputs& inputs) {

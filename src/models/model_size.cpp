@@ -241,9 +241,12 @@ void check_model_fits(const ModelSize& size, int64_t copies, int64_t available_b
   if (needed <= available_bytes) return;
   const std::string largest = size.largest_term();
   const std::string extra = extra_bytes > 0 ? fmt::format(" + {} of optimizer state", core::format_bytes(extra_bytes)) : "";
-  fail("{}: the model has {} parameters{}: {} needs {} ({} fp32 cop{}{}) but {} are available ({})\n  hint: check "
+  // copies 0: the weights exist only as shards (--zero-stage 3 built unit by unit), counted in extra_bytes.
+  const std::string parts = copies == 0 ? fmt::format("{} of shards", core::format_bytes(extra_bytes))
+                                        : fmt::format("{} fp32 cop{}{}", copies, copies == 1 ? "y" : "ies", extra);
+  fail("{}: the model has {} parameters{}: {} needs {} ({}) but {} are available ({})\n  hint: check "
        "the sizes in the config (dim, hidden_size, n_layers, vocab_size, ...)",
-       source, size.parameters, largest, purpose, core::format_bytes(needed), copies, copies == 1 ? "y" : "ies", extra,
+       source, size.parameters, largest, purpose, core::format_bytes(needed), parts,
        core::format_bytes(available_bytes), available_source);
 }
 

@@ -53,6 +53,19 @@ StateDict read_weights(const fs::path& dir) {
   }
 }
 
+MappedWeights map_weights(const fs::path& dir) {
+  MappedWeights out;
+  out.files = std::make_shared<const io::SafetensorsCheckpoint>(io::SafetensorsCheckpoint::open(dir));
+  for (const auto& [name, view] : out.files->tensors()) {
+    const at::ScalarType type = to_scalar_type(view->dtype);
+    const bool aligned = reinterpret_cast<std::uintptr_t>(view->data) % c10::elementSize(type) == 0;
+    out.tensors.emplace(name, aligned ? at::from_blob(const_cast<std::byte*>(view->data), view->shape,
+                                                      at::TensorOptions().dtype(type))
+                                      : to_tensor(*view));
+  }
+  return out;
+}
+
 Pretrained from_pretrained(const fs::path& dir) {
   Pretrained out;
   out.model = from_config(io::HfConfig::load(dir));
@@ -74,31 +87,51 @@ Loaded<Model> load_pretrained(const fs::path& dir) {
   return out;
 }
 
-void write_pretrained_files(const Model& model, const fs::path& dir,
-                            const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
-  StateDict tensors = state_dict(model);
-  if (save_dtype) {
-    for (auto& [name, tensor] : tensors)
-      if (tensor.is_floating_point()) tensor = tensor.to(*save_dtype);
-  }
-  HPCTRAIN_CHECK(!tensors.empty(), "save_pretrained: the model has no parameters");
-  const HostViews host = host_views(tensors);
-  io::save_sharded(dir, host.views, {{"format", "pt"}});
-  config_to_save(model, host.host.front().scalar_type()).save(dir / "config.json");
+std::vector<io::TensorView> pretrained_layout(const Model& model, std::optional<at::ScalarType> save_dtype) {
+  std::vector<io::TensorView> views = layout_views(state_dict(model), save_dtype);
+  HPCTRAIN_CHECK(!views.empty(), "save_pretrained: the model has no parameters");
+  return views;
+}
+
+void write_pretrained_files(const Model& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files,
+                            std::optional<at::ScalarType> save_dtype, const io::TensorData& data) {
+  const std::vector<io::TensorView> views = pretrained_layout(model, save_dtype);
+  io::save_sharded(dir, views, {{"format", "pt"}}, io::kDefaultMaxShardBytes, data);
+  config_to_save(model, to_scalar_type(views.front().dtype)).save(dir / "config.json");
   for (const fs::path& file : tokenizer_files) {
     HPCTRAIN_CHECK(fs::is_regular_file(file), "save_pretrained: tokenizer file '{}' does not exist", file.string());
     fs::copy_file(file, dir / file.filename(), fs::copy_options::overwrite_existing);
   }
 }
 
-void save_pretrained(const Model& model, const fs::path& dir,
-                     const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
+void write_pretrained_files(const Model& model, const fs::path& dir,
+                            const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
+  std::vector<at::Tensor> host;  // the tensor data(i) points into, kept until the next call
+  const StateDict tensors = state_dict(model);
+  std::vector<at::Tensor> ordered;
+  for (const auto& [name, tensor] : tensors) ordered.push_back(tensor);
+  write_pretrained_files(model, dir, tokenizer_files, save_dtype, [&](std::size_t i) {
+    host = {host_tensor(ordered.at(i), save_dtype)};
+    return static_cast<const std::byte*>(host.front().data_ptr());
+  });
+}
+
+void save_pretrained(const Model& model, const fs::path& dir, const std::vector<fs::path>& tokenizer_files,
+                     std::optional<at::ScalarType> save_dtype, const io::TensorData& data) {
   if (fs::exists(dir)) {
     HPCTRAIN_CHECK(fs::is_directory(dir) && (fs::is_empty(dir) || fs::exists(dir / "config.json")),
                    "save_pretrained: refusing to replace '{}': it exists and is not a model folder (no config.json)",
                    dir.string());
   }
-  io::write_folder_atomically(dir, [&](const fs::path& tmp) { write_pretrained_files(model, tmp, tokenizer_files, save_dtype); });
+  io::write_folder_atomically(dir, [&](const fs::path& tmp) {
+    if (data) write_pretrained_files(model, tmp, tokenizer_files, save_dtype, data);
+    else write_pretrained_files(model, tmp, tokenizer_files, save_dtype);
+  });
+}
+
+void save_pretrained(const Model& model, const fs::path& dir,
+                     const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
+  save_pretrained(model, dir, tokenizer_files, save_dtype, io::TensorData{});
 }
 
 }  // namespace hpctrain::models

@@ -57,6 +57,24 @@ HostViews host_views(const std::map<std::string, at::Tensor>& tensors) {
   return out;
 }
 
+std::vector<io::TensorView> layout_views(const std::map<std::string, at::Tensor>& tensors,
+                                         std::optional<at::ScalarType> dtype) {
+  std::vector<io::TensorView> views;
+  for (const auto& [name, tensor] : tensors) {
+    const at::ScalarType type = dtype && tensor.is_floating_point() ? *dtype : tensor.scalar_type();
+    views.push_back(io::TensorView{name, to_io_dtype(type, name), std::vector<int64_t>(tensor.sizes().begin(),
+                                   tensor.sizes().end()), nullptr, static_cast<std::size_t>(tensor.numel()) *
+                                   c10::elementSize(type)});
+  }
+  return views;
+}
+
+at::Tensor host_tensor(const at::Tensor& tensor, std::optional<at::ScalarType> dtype) {
+  at::Tensor host = tensor.detach().to(at::kCPU);
+  if (dtype && host.is_floating_point()) host = host.to(*dtype);
+  return host.contiguous();
+}
+
 at::Tensor to_tensor(const io::TensorView& view) {
   at::Tensor tensor = at::empty(view.shape, at::TensorOptions().dtype(to_scalar_type(view.dtype)));
   if (view.nbytes > 0) std::memcpy(tensor.data_ptr(), view.data, view.nbytes);

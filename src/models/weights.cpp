@@ -96,6 +96,18 @@ StateDict state_dict(const torch::nn::Module& model) {
 }
 
 LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::string& source) {
+  LoadPlan plan = plan_load_state_dict(model, tensors, source);
+  const StateDict expected = state_dict(model);
+  // 4. Copy (converting dtype and device); nothing before this modified the model.
+  at::NoGradGuard no_grad;
+  for (const auto& [key, value] : plan.values) {
+    at::Tensor target = expected.at(key);  // shares storage with the parameter
+    target.copy_(value);
+  }
+  return std::move(plan.report);
+}
+
+LoadPlan plan_load_state_dict(const Model& model, const StateDict& tensors, const std::string& source) {
   const ModelSpec& spec = model.spec();
   const StateDict expected = state_dict(model);
   LoadReport report;
@@ -149,20 +161,19 @@ LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::st
   }
   if (!problems.empty()) throw_problems(problems, model, source, encoder_matches);
 
-  // 4. Copy (converting dtype and device); nothing above modified the model.
-  at::NoGradGuard no_grad;
+  LoadPlan plan;
   for (const auto& [key, param] : expected) {
     const auto it = incoming.find(key);
     if (it == incoming.end()) continue;
     const at::Tensor& value = *it->second.tensor;
-    at::Tensor target = param;  // shares storage with the parameter
-    target.copy_(value);
+    plan.values.emplace(key, value);
     report.loaded.push_back(key);
     if (value.scalar_type() != param.scalar_type()) {
       report.converted.push_back(fmt::format("{} ({})", key, std::string(c10::toString(value.scalar_type()))));
     }
   }
-  return report;
+  plan.report = std::move(report);
+  return plan;
 }
 
 void drop_resized_head(const Model& model, StateDict& weights) {

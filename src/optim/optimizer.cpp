@@ -169,6 +169,11 @@ void save_optimizer_file(const std::filesystem::path& path, const Optimizer& opt
   io::save_safetensors(path, host.views, optimizer_file_metadata(optimizer));
 }
 
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, const OptimizerState& layout,
+                         const io::TensorData& data) {
+  io::save_safetensors(path, models::layout_views(layout), optimizer_file_metadata(optimizer), data);
+}
+
 OptimizerState read_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, std::string* note) {
   const io::SafetensorsFile file(path);
   const auto& metadata = file.metadata();

@@ -30,11 +30,24 @@
 #include "hpctrain/train/checkpoint.hpp"
 #include "hpctrain/train/device.hpp"
 #include "hpctrain/train/threads.hpp"
+#include "streamed_save.hpp"
 
 namespace hpctrain::train {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Note [Streamed writes]: the weights of `model` as `views` (pretrained_layout) lists them, each made whole (stage 3
+// gathers its unit) and, on rank 0, in the file's dtype.
+StreamedPart model_part(parallel::Strategy& strategy, dist::Comm& comm, const models::Model& model,
+                        const std::vector<io::TensorView>& views, std::optional<at::ScalarType> save_dtype) {
+  std::vector<at::Tensor> tensors;  // in views' order: state_dict's
+  for (const auto& [name, tensor] : models::state_dict(model)) tensors.push_back(tensor);
+  return StreamedPart{io::save_sharded_order(views), [&strategy, &comm, tensors, save_dtype](std::size_t i) {
+                        strategy.make_whole(tensors.at(i));
+                        return comm.is_main_process() ? models::host_tensor(tensors[i], save_dtype) : at::Tensor();
+                      }};
+}
 
 // Transformers' gradient_checkpointing_enable(): only models with transformer layers support it.
 void enable_gradient_checkpointing(torch::nn::Module& model) {
@@ -239,28 +252,73 @@ void Accelerator::seed_step(int64_t step, int64_t micro_batch) {
 
 void Accelerator::save_state(const fs::path& dir, const nlohmann::json& trainer_state) {
   HPCTRAIN_CHECK(model_ != nullptr, "Accelerator::save_state: no model prepared");
-  const optim::OptimizerState optimizer_state =  // Note [ZeRO checkpoints]: gathered to rank 0 when sharded
-      optimizer_ != nullptr ? strategy_->optimizer_state_to_save(*optimizer_) : optim::OptimizerState{};
-  with_whole_model([&] {  // stage 3: gathered for rank 0 to write
-    // Every rank learns the outcome: no rank runs ahead of a failed save.
-    dist::run_collectively(comm_, fmt::format("saving '{}' on rank 0", dir.string()), [&] {
-      if (!comm_.is_main_process()) return;
-      io::write_folder_atomically(dir, [&](const fs::path& tmp) {
-        if (model_files_)
-          model_files_->write(tmp);
-        else if (const auto* known = dynamic_cast<const models::Model*>(model_))
-          models::write_pretrained_files(*known, tmp, tokenizer_files_);
-        else
-          models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
-        if (optimizer_ != nullptr)  // Note [Optimizer checkpoints]
-          optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_, optimizer_state);
-        if (const DynamicLossScaler* scaler = precision_.scaler())
-          write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
-        if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
-        write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
+  const auto* known = dynamic_cast<const models::Model*>(model_);
+  // Note [Streamed writes]: the weights and the optimizer state tensor by tensor (stage 3 gathers one unit at a
+  // time, stages 1-3 one state tensor at a time); other models' files from their whole tensors.
+  const bool streamed = known != nullptr && !model_files_;
+  std::vector<StreamedPart> parts;
+  std::vector<io::TensorView> weights;
+  if (streamed) {
+    weights = models::pretrained_layout(*known, std::nullopt);
+    parts.push_back(model_part(*strategy_, comm_, *known, weights, std::nullopt));
+  }
+  parallel::Strategy::StateToSave state;  // Note [ZeRO checkpoints]
+  std::vector<io::TensorView> state_views;
+  if (optimizer_ != nullptr) {
+    state = strategy_->optimizer_state_to_save(*optimizer_);
+    state_views = models::layout_views(state.layout);
+    parts.push_back(StreamedPart{io::save_order(state_views), [&](std::size_t i) {
+                                   const at::Tensor whole = state.fetch(state_views[i].name);
+                                   return whole.defined() ? models::host_tensor(whole) : whole;
+                                 }});
+  }
+  const auto write_rest = [&](const fs::path& tmp) {
+    if (const DynamicLossScaler* scaler = precision_.scaler())
+      write_text(tmp / kScalerName, scaler->to_json().dump(2) + "\n");
+    if (!trainer_state.is_null()) write_text(tmp / kTrainerStateName, trainer_state.dump(2) + "\n");
+    write_manifest(tmp);  // last: it covers every other file (Note [Verified checkpoints])
+  };
+  const std::string what = fmt::format("saving '{}' on rank 0", dir.string());
+  if (!streamed) {
+    optim::OptimizerState whole_state;  // on rank 0
+    for (const std::size_t i : optimizer_ != nullptr ? parts.back().order : std::vector<std::size_t>{}) {
+      at::Tensor tensor = parts.back().fetch(i);
+      if (comm_.is_main_process()) whole_state[state_views[i].name] = tensor;
+    }
+    with_whole_model([&] {
+      dist::run_collectively(comm_, what, [&] {  // every rank learns the outcome: no rank runs ahead of a failed save
+        if (!comm_.is_main_process()) return;
+        io::write_folder_atomically(dir, [&](const fs::path& tmp) {
+          if (model_files_) model_files_->write(tmp);
+          else models::save_tensor_file(tmp / kModelWeightsName, model_tensors(*model_));
+          if (optimizer_ != nullptr)  // Note [Optimizer checkpoints]
+            optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_, whole_state);
+          write_rest(tmp);
+        });
       });
+    }, /*keep_changes=*/false);
+    return;
+  }
+  write_streamed(comm_, what, parts, [&](const std::vector<io::TensorData>& data) {
+    io::write_folder_atomically(dir, [&](const fs::path& tmp) {
+      models::write_pretrained_files(*known, tmp, tokenizer_files_, std::nullopt, data[0]);
+      if (optimizer_ != nullptr)  // Note [Optimizer checkpoints]
+        optim::save_optimizer_file(tmp / kOptimizerName, *optimizer_, state.layout, data[1]);
+      write_rest(tmp);
     });
-  }, /*keep_changes=*/false);
+  });
+  strategy_->end_whole_tensors();
+}
+
+void Accelerator::save_pretrained(const models::Model& model, const fs::path& dir,
+                                  const std::vector<fs::path>& tokenizer_files, std::optional<at::ScalarType> save_dtype) {
+  const std::vector<io::TensorView> weights = models::pretrained_layout(model, save_dtype);
+  write_streamed(comm_, fmt::format("saving '{}' on rank 0", dir.string()),
+                 {model_part(*strategy_, comm_, model, weights, save_dtype)},
+                 [&](const std::vector<io::TensorData>& data) {
+                   models::save_pretrained(model, dir, tokenizer_files, save_dtype, data[0]);
+                 });
+  strategy_->end_whole_tensors();
 }
 
 nlohmann::json Accelerator::load_state(const fs::path& dir) {

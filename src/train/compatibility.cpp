@@ -124,14 +124,15 @@ void check_model_fits_dataset(const io::HfConfig& config, const std::string& mod
 }
 
 void check_finite_weights(const models::Model& model, const std::string& model_source) {
-  for (const auto& item : model.named_parameters()) {
-    const at::Tensor& tensor = item.value();
-    const int64_t bad = tensor.numel() - at::isfinite(tensor.detach()).sum().item<int64_t>();
-    HPCTRAIN_CHECK(bad == 0,
-                   "{}: tensor '{}' holds {} NaN/Inf value(s) of {}: the weights are corrupt (a diverged "
-                   "run?)\n  hint: use an earlier checkpoint",
-                   model_source, item.key(), bad, tensor.numel());
-  }
+  for (const auto& item : model.named_parameters()) check_finite_tensor(item.value(), item.key(), model_source);
+}
+
+void check_finite_tensor(const at::Tensor& tensor, const std::string& name, const std::string& model_source) {
+  const int64_t bad = tensor.numel() - at::isfinite(tensor.detach()).sum().item<int64_t>();
+  HPCTRAIN_CHECK(bad == 0,
+                 "{}: tensor '{}' holds {} NaN/Inf value(s) of {}: the weights are corrupt (a diverged "
+                 "run?)\n  hint: use an earlier checkpoint",
+                 model_source, name, bad, tensor.numel());
 }
 
 }  // namespace hpctrain::train

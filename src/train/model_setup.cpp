@@ -9,6 +9,8 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/sha256.hpp"
+#include "hpctrain/models/materialize.hpp"
+#include "hpctrain/models/weights.hpp"
 #include "hpctrain/models/model_size.hpp"
 #include "hpctrain/models/pretrained.hpp"
 #include "hpctrain/models/qlora.hpp"
@@ -166,6 +168,34 @@ void find_tokenizer_files(const TrainOptions& options, const data::DatasetReader
   check_vocabularies(dir, dataset, setup);
 }
 
+// The weights of `dir` into `model` (Note [Base checkpoints]; a resized head dropped). A model whose parameters are
+// deferred (stage 3, Note [Deferred materialization]) gets the loaded values as views into the mapped files, taken
+// when each unit is materialized: no rank holds the whole model or a whole copy of the files' tensors.
+models::LoadReport load_weights(models::Model& model, const fs::path& dir, bool resized) {
+  if (!model.deferred_seed()) {
+    models::StateDict weights = models::read_weights(dir);
+    if (resized) models::drop_resized_head(model, weights);
+    models::LoadReport report = models::load_state_dict(model, weights, dir.string());
+    check_finite_weights(model, dir.string());
+    return report;
+  }
+  models::MappedWeights mapped = models::map_weights(dir);
+  if (resized) models::drop_resized_head(model, mapped.tensors);
+  models::LoadPlan plan = models::plan_load_state_dict(model, mapped.tensors, dir.string());
+  auto deferred = std::make_shared<models::Model::DeferredValues>();
+  deferred->source = mapped.files;
+  const models::StateDict own = models::state_dict(model);
+  at::NoGradGuard no_grad;
+  for (auto& [key, value] : plan.values) {
+    check_finite_tensor(value, key, dir.string());
+    at::Tensor target = own.at(key);
+    if (target.numel() > 0 && target.storage().nbytes() == 0) deferred->values.emplace(key, std::move(value));
+    else target.copy_(value);  // buffers, and what holds memory already
+  }
+  model.set_deferred_values(std::move(deferred));
+  return std::move(plan.report);
+}
+
 }  // namespace
 
 std::vector<std::string> model_presets() { return {"tiny-distilbert", "tiny-bert", "cnn", "mlp", "tiny-gpt2", "tiny-llama"}; }
@@ -227,31 +257,29 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   const bool resized = set_dataset_labels(config, dataset, !options.model_dir.empty(), setup);
   // Note [Size before building]: training holds weights, gradients and the optimizer's state (bounded
   // from above by the state of one vector of all the parameters: factored or small tensors hold less). With
-  // --zero-stage 3 over N ranks a rank builds the whole model once, then keeps 1/N of the weights, the
-  // gradients and the state (Note [Sharded parameters]).
+  // --zero-stage 3 over N ranks a rank keeps 1/N of the weights, the gradients and the state (Note [Sharded
+  // parameters]); it builds the model one unit at a time (Note [Deferred materialization]), or the whole model
+  // once where it adds adapters.
   const int64_t shards = options.accelerator.zero_stage == 3 ? std::max(world_size, 1) : 1;
+  const bool unit_by_unit = shards > 1 && options.lora_r == 0;
   const auto optimizer_state = [&](int64_t parameters) {
     const int64_t state = optim::optimizer_state_bytes(options.optimizer, {parameters});
     return shards == 1 ? state : (8 * parameters + state) / shards;
   };
+  const std::string optim_name = optim::canonical_optimizer_name(options.optimizer.optim);
   // config.source() is the config.json file read (a preset has none: its name).
-  models::check_model_fits_host(config, shards == 1 ? 2 : 1,
-                                options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
-                                shards == 1 ? fmt::format("training (weights, gradients, {} state)",
-                                                          optim::canonical_optimizer_name(options.optimizer.optim))
-                                            : fmt::format("training at --zero-stage 3 over {} ranks (the whole model "
-                                                          "built once; 1/{} of weights, gradients, {} state)",
-                                                          shards, shards,
-                                                          optim::canonical_optimizer_name(options.optimizer.optim)),
-                                optimizer_state);
-  torch::manual_seed(options.accelerator.seed);
-  setup.model = models::build_model(config);
+  models::check_model_fits_host(
+      config, shards == 1 ? 2 : unit_by_unit ? 0 : 1,
+      options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
+      shards == 1 ? fmt::format("training (weights, gradients, {} state)", optim_name)
+                  : fmt::format("training at --zero-stage 3 over {} ranks ({}1/{} of weights, gradients, {} state)",
+                                shards, unit_by_unit ? "" : "the whole model built once; ", shards, optim_name),
+      optimizer_state);
+  // Note [Deferred materialization]: stage 3 materializes unit by unit into the shards (FullySharded::prepare_model).
+  setup.model = models::build_seeded_model(config, options.accelerator.seed, unit_by_unit);
+  if (setup.model->transformer_layers().empty()) models::materialize_all(*setup.model);
   if (!options.model_dir.empty()) {
-    models::StateDict weights = models::read_weights(options.model_dir);
-    if (resized) models::drop_resized_head(*setup.model, weights);
-    const models::LoadReport report = models::load_state_dict(*setup.model, weights, options.model_dir.string());
-    check_finite_weights(*setup.model, options.model_dir.string());
-    const std::string summary = report.summary();
+    const std::string summary = load_weights(*setup.model, options.model_dir, resized).summary();
     if (!summary.empty()) setup.notes.push_back(summary);
   }
   if (auto lora = lora_config_of(options, *setup.model)) {  // after the base is loaded: adapters start from it

@@ -620,15 +620,18 @@ TrainResult Run::finish(double seconds, int64_t samples) {
     return result;
   }
   result.final_dir = options.output / kFinalName;
-  acc.with_whole_model([&] {  // --zero-stage 3: gathered for rank 0 to write
-    dist::run_collectively(comm, "saving the final model", [&] {
-      if (!comm.is_main_process()) return;
-      if (setup.lora)  // Note [LoRA]: final/ is an adapter folder in PEFT's format
-        setup.lora->save_final(options.output, setup.tokenizer_files, options.merge_lora, parse_save_dtype(options.save_dtype));
-      else
-        models::save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
-      io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
+  if (setup.lora) {
+    acc.with_whole_model([&] {  // --zero-stage 3: gathered for rank 0 to write
+      dist::run_collectively(comm, "saving the final model", [&] {  // Note [LoRA]: final/ is a PEFT adapter folder
+        if (comm.is_main_process())
+          setup.lora->save_final(options.output, setup.tokenizer_files, options.merge_lora, parse_save_dtype(options.save_dtype));
+      });
     });
+  } else {  // Note [Streamed writes]: --zero-stage 3 gathers one unit at a time for rank 0 to write
+    acc.save_pretrained(*setup.model, result.final_dir, setup.tokenizer_files, parse_save_dtype(options.save_dtype));
+  }
+  dist::run_collectively(comm, "saving the final model", [&] {
+    if (comm.is_main_process()) io::write_file_atomically(options.output / kTrainerStateName, to_json(state).dump(2) + "\n");
   });
   log::info("done: {} steps in {} ({:.1f} samples/s); final model in {}", state.global_step, format_duration(seconds),
             result.samples_per_second, result.final_dir.string());

@@ -21,11 +21,10 @@
 // inner optimizer holds every parameter, with an empty segment where this rank owns nothing, so every rank
 // has the same state names. At construction the ranks exchange each state tensor's numel once; the whole
 // tensor is the concatenation in rank order, shaped as the parameter when it has its numel, else 1-D.
-// Saving: gather_state() gathers one tensor at a time (an all-gather padded to the largest piece: the
-// communicator has no gather-v), rank 0 keeps the whole state and writes the file as stage 0 does. Memory:
-// rank 0 holds the whole optimizer state (stage 0's size) while it writes; the other ranks one tensor. The
-// alternative, per-rank files plus an index, would keep every rank at its shard but make every reader
-// re-slice and was not measured (docs/zero.md). Loading: rank 0 reads and checks the file against
+// Saving: gather_state_tensor() gathers one tensor (an all-gather padded to the largest piece: the
+// communicator has no gather-v) and rank 0 writes it into the file before the next is gathered (Note [Streamed
+// writes]: Accelerator::save_state), so no rank holds more than one whole state tensor beside its shard; the
+// file's bytes are stage 0's. gather_state() (every tensor at once on rank 0) is for tests. Loading: rank 0 reads and checks the file against
 // state_layout() (the whole shapes), every rank receives it whole (as stage 0) and keeps its slices.
 namespace hpctrain::train {
 namespace {
@@ -189,27 +188,32 @@ int64_t ZeroOptimizer::whole_state_bytes() const {
 
 optim::OptimizerState ZeroOptimizer::gather_state() const {
   optim::OptimizerState whole;
-  const auto rank = static_cast<std::size_t>(comm_.rank());
-  for (const auto& [name, tensor] : state_tensors()) {
-    const at::Tensor mine = tensor.detach().to(at::kCPU).contiguous().view({-1});
-    if (tensor.dim() == 0) {  // the same on every rank
-      if (rank == 0) whole[name] = mine.view({}).clone();
-      continue;
-    }
-    const std::vector<int64_t>& numels = piece_numels_.at(name);
-    const int64_t longest = *std::max_element(numels.begin(), numels.end());
-    at::Tensor padded = at::zeros({longest}, mine.options());
-    padded.narrow(0, 0, mine.numel()).copy_(mine);
-    at::Tensor all = at::empty({longest * comm_.world_size()}, mine.options());
-    comm_.allgather(padded.data_ptr(), padded.nbytes(), all.data_ptr());
-    if (rank != 0) continue;
-    std::vector<at::Tensor> pieces;
-    for (std::size_t r = 0; r < numels.size(); ++r)
-      pieces.push_back(all.narrow(0, static_cast<int64_t>(r) * longest, numels[r]));
-    whole[name] = at::cat(pieces).view(shapes_.at(name));
+  for (const auto& [name, layout] : state_layout()) {
+    at::Tensor tensor = gather_state_tensor(name);
+    if (comm_.rank() == 0) whole[name] = std::move(tensor);
   }
-  if (rank == 0) whole["step"] = at::scalar_tensor(steps(), at::kLong);
   return whole;
+}
+
+at::Tensor ZeroOptimizer::gather_state_tensor(const std::string& name) const {
+  const bool root = comm_.rank() == 0;
+  if (name == "step") return root ? at::scalar_tensor(steps(), at::kLong) : at::Tensor();
+  const optim::OptimizerState mine_all = state_tensors();
+  const auto found = mine_all.find(name);
+  HPCTRAIN_CHECK(found != mine_all.end(), "ZeroOptimizer: no state tensor '{}'", name);
+  const at::Tensor mine = found->second.detach().to(at::kCPU).contiguous().view({-1});
+  if (found->second.dim() == 0) return root ? mine.view({}).clone() : at::Tensor();  // the same on every rank
+  const std::vector<int64_t>& numels = piece_numels_.at(name);
+  const int64_t longest = *std::max_element(numels.begin(), numels.end());
+  at::Tensor padded = at::zeros({longest}, mine.options());
+  padded.narrow(0, 0, mine.numel()).copy_(mine);
+  at::Tensor all = at::empty({longest * comm_.world_size()}, mine.options());
+  comm_.allgather(padded.data_ptr(), padded.nbytes(), all.data_ptr());
+  if (!root) return {};
+  std::vector<at::Tensor> pieces;
+  for (std::size_t r = 0; r < numels.size(); ++r)
+    pieces.push_back(all.narrow(0, static_cast<int64_t>(r) * longest, numels[r]));
+  return at::cat(pieces).view(shapes_.at(name));
 }
 
 void ZeroOptimizer::copy_state(const optim::OptimizerState& state) {

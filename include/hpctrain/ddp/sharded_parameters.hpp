@@ -28,6 +28,10 @@ struct ShardedParametersOptions {
   // Observes the fences before and after every collective (Note [Fenced collectives] in
   // src/ddp/gradient_reducer.cpp); for tests, empty in production.
   std::function<void(const at::Tensor& buffer)> on_fence;
+  // Called with each unit just before its values are taken into the shards, one unit after the other: a model
+  // built without its parameters' memory materializes the unit here (Note [Deferred materialization] in
+  // src/models/materialize.cpp), so that no more than one whole unit exists at a time.
+  std::function<void(const NamedTensors& unit_parameters)> before_unit;
 };
 
 class ShardedParameters {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +72,17 @@ class SafetensorsFile {
 // negative dimension, or nbytes that does not match the shape.
 void save_safetensors(const std::filesystem::path& path, const std::vector<TensorView>& tensors,
                       const Metadata& metadata = {});
+
+// A writer may take each tensor's bytes only when it writes them (Note [Streamed writes] in
+// src/train/streamed_save.cpp). data(i) gives the bytes
+// of tensors[i] (its nbytes of them, valid until the next call); the views' own `data` is then not read. The
+// writer asks for each tensor once, in the order it writes them (save_order / save_sharded_order say it
+// beforehand, so that ranks that take part in producing the bytes can follow without writing).
+using TensorData = std::function<const std::byte*(std::size_t index)>;
+void save_safetensors(const std::filesystem::path& path, const std::vector<TensorView>& tensors,
+                      const Metadata& metadata, const TensorData& data);
+// The order save_safetensors writes (and asks data() for) `tensors`: dtype descending, then name.
+[[nodiscard]] std::vector<std::size_t> save_order(const std::vector<TensorView>& tensors);
 
 // ---- Hugging Face weight folders ----
 
@@ -135,6 +147,11 @@ struct SavedWeights {
 SavedWeights save_sharded(const std::filesystem::path& dir, const std::vector<TensorView>& tensors,
                           const Metadata& metadata = {{"format", "pt"}},
                           std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+// As above, each tensor's bytes from data(i) (Note [Streamed writes]), asked in save_sharded_order's order.
+SavedWeights save_sharded(const std::filesystem::path& dir, const std::vector<TensorView>& tensors,
+                          const Metadata& metadata, std::uint64_t max_shard_bytes, const TensorData& data);
+[[nodiscard]] std::vector<std::size_t> save_sharded_order(const std::vector<TensorView>& tensors,
+                                                          std::uint64_t max_shard_bytes = kDefaultMaxShardBytes);
 
 // "5GB" -> 5'000'000'000. Units are case-insensitive: B, KB, MB, GB, TB are powers of 10 (as
 // huggingface_hub) and KiB, MiB, GiB, TiB powers of 2 (as transformers); no unit means bytes; a

@@ -13,6 +13,9 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,6 +158,21 @@ class Model : public torch::nn::Module {
 
   // The config the model was built from (unknown keys kept), which save_pretrained writes back.
   [[nodiscard]] const io::HfConfig& config() const { return config_; }
+  // Note [Deferred materialization] (models/materialize.hpp): the seed its deferred parameters are initialized
+  // from; nullopt once every parameter holds memory.
+  [[nodiscard]] std::optional<uint64_t> deferred_seed() const { return deferred_seed_; }
+  void set_deferred_seed(std::optional<uint64_t> seed) {
+    deferred_seed_ = seed;
+    if (!seed) deferred_values_.reset();
+  }
+  // Loaded values deferred parameters take when materialized (key -> tensor; `source` keeps them valid, e.g. the
+  // mapped files); the others are initialized.
+  struct DeferredValues {
+    std::map<std::string, at::Tensor> values;
+    std::shared_ptr<const void> source;
+  };
+  [[nodiscard]] const std::shared_ptr<const DeferredValues>& deferred_values() const { return deferred_values_; }
+  void set_deferred_values(std::shared_ptr<const DeferredValues> values) { deferred_values_ = std::move(values); }
 
  protected:
   at::Tensor run_layer(TransformerLayer& layer, const at::Tensor& hidden, const LayerContext& context) {
@@ -171,6 +189,8 @@ class Model : public torch::nn::Module {
   std::array<LayerLink, 3> links_;  // by LayerLinkPlace
   std::vector<LayerRunner> chain_;  // chain_[i] runs the i-th installed link with next = chain_[i + 1]; empty: none
   UnitRunner unit_runner_;
+  std::optional<uint64_t> deferred_seed_;
+  std::shared_ptr<const DeferredValues> deferred_values_;
 };
 
 // A classifier: forward(inputs) -> logits [B, num_labels] (+ loss). DistilBERT, BERT and the vision models.

@@ -4,6 +4,7 @@
 
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/model.hpp"
+#include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/models/weights.hpp"
 
 #include <filesystem>
@@ -38,6 +39,15 @@ using Pretrained = Loaded<SequenceClassifier>;
 // The folder's tensors as CPU at::Tensors in their stored dtypes (copied out of the mapping).
 [[nodiscard]] StateDict read_weights(const std::filesystem::path& dir);
 
+// The folder's tensors as read-only views into its memory-mapped files, valid while `files` lives: nothing is
+// read until a view is (a tensor whose bytes are not aligned for its dtype is copied). For loading one unit at a
+// time (Note [Deferred materialization]).
+struct MappedWeights {
+  std::shared_ptr<const io::SafetensorsCheckpoint> files;
+  StateDict tensors;
+};
+[[nodiscard]] MappedWeights map_weights(const std::filesystem::path& dir);
+
 // Writes `dir` as transformers' save_pretrained: config.json (model.config() with "architectures" and
 // "torch_dtype" set, written by io::HfConfig::save: labels, unknown keys kept), the weights
 // in the parameters' dtype with HF names and {"format": "pt"} metadata (model.safetensors, or shards
@@ -55,5 +65,16 @@ void save_pretrained(const Model& model, const std::filesystem::path& dir,
 void write_pretrained_files(const Model& model, const std::filesystem::path& dir,
                             const std::vector<std::filesystem::path>& tokenizer_files = {},
                             std::optional<at::ScalarType> save_dtype = std::nullopt);
+
+// Streamed writes (Note [Streamed writes] in src/train/streamed_save.cpp): the weights write_pretrained_files writes (names, dtypes after
+// save_dtype, shapes; no data), in state_dict(model)'s order; and write_pretrained_files taking the bytes of
+// weight i from data(i) as it writes it, in io::save_sharded_order(pretrained_layout(...)).
+[[nodiscard]] std::vector<io::TensorView> pretrained_layout(const Model& model, std::optional<at::ScalarType> save_dtype);
+void write_pretrained_files(const Model& model, const std::filesystem::path& dir,
+                            const std::vector<std::filesystem::path>& tokenizer_files,
+                            std::optional<at::ScalarType> save_dtype, const io::TensorData& data);
+void save_pretrained(const Model& model, const std::filesystem::path& dir,
+                     const std::vector<std::filesystem::path>& tokenizer_files,
+                     std::optional<at::ScalarType> save_dtype, const io::TensorData& data);
 
 }  // namespace hpctrain::models

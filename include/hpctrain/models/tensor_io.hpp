@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ struct HostViews {
   std::vector<io::TensorView> views;
 };
 [[nodiscard]] HostViews host_views(const std::map<std::string, at::Tensor>& tensors);
+// Streamed writes (Note [Streamed writes] in src/train/streamed_save.cpp): the views of `tensors` without their data (names, io dtypes, shapes, nbytes), floating
+// tensors counted in `dtype` when given; and one tensor's host bytes as a writer wants them (CPU, contiguous, in
+// `dtype` when floating).
+[[nodiscard]] std::vector<io::TensorView> layout_views(const std::map<std::string, at::Tensor>& tensors,
+                                                       std::optional<at::ScalarType> dtype = std::nullopt);
+[[nodiscard]] at::Tensor host_tensor(const at::Tensor& tensor, std::optional<at::ScalarType> dtype = std::nullopt);
 
 // A CPU tensor holding a copy of the view's bytes (safetensors data is little-endian and may be unaligned).
 [[nodiscard]] at::Tensor to_tensor(const io::TensorView& view);

@@ -47,6 +47,15 @@ struct LoadReport {
 // throws.
 LoadReport load_state_dict(Model& model, const StateDict& tensors, const std::string& source);
 
+// load_state_dict's checks without the copy: the report, and the value each model tensor (state-dict key) takes
+// from `tensors`. Reads only the model's names, shapes and dtypes (a model whose parameters are deferred, Note
+// [Deferred materialization], can be planned). Error as load_state_dict's.
+struct LoadPlan {
+  LoadReport report;
+  std::map<std::string, at::Tensor> values;  // model key -> the checkpoint's tensor
+};
+[[nodiscard]] LoadPlan plan_load_state_dict(const Model& model, const StateDict& tensors, const std::string& source);
+
 // Drops the head modules (ModelSpec::head_modules) of `weights` whose shapes no longer fit `model` (another
 // number of labels), so that load_state_dict initializes them as for a base checkpoint (Note [Base checkpoints]).
 void drop_resized_head(const Model& model, StateDict& weights);

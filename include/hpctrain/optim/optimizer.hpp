@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "hpctrain/io/safetensors.hpp"
 #include "hpctrain/optim/optimizer_options.hpp"
 
 namespace hpctrain::optim {
@@ -120,6 +121,11 @@ class Optimizer {
 void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer);
 // Writes `state` (a whole state, e.g. a sharded optimizer's gathered one) with `optimizer`'s metadata.
 void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, const OptimizerState& state);
+// As above, `layout` naming each tensor with its whole shape and dtype, tensor i's bytes (i an index into
+// models::layout_views(layout)) from data(i) as the file is written (Note [Streamed writes] in
+// src/train/streamed_save.cpp).
+void save_optimizer_file(const std::filesystem::path& path, const Optimizer& optimizer, const OptimizerState& layout,
+                         const io::TensorData& data);
 // Reads `path` for `optimizer`: Error naming the file and both optimizers when it holds another optimizer's
 // state (a file without the tag, written before tags existed, holds AdamW's), and naming the file and the
 // tensor when check_state_dict refuses it. `note` receives a line when the hyper-parameters differ from the

@@ -41,6 +41,10 @@
 #include "hpctrain/train/parallel/strategy.hpp"
 #include "hpctrain/train/precision.hpp"
 
+namespace hpctrain::models {
+class Model;
+}  // namespace hpctrain::models
+
 namespace hpctrain::train {
 
 // Accelerator::autocast(): the policy's autocast region while it lives; nothing without mixed precision.
@@ -195,6 +199,11 @@ class Accelerator {
   // the optimizer's state when registered, the loss scaler's when scaling and the folder has scaler.json
   // (a folder without it leaves the scale as it is). No verification: for callers that verified `dir` already.
   void load_tensors(const std::filesystem::path& dir);
+  // Collective: models::save_pretrained of the prepared `model` by rank 0, its weights written tensor by tensor
+  // (Note [Streamed writes] in src/train/streamed_save.cpp: with --zero-stage 3 one unit gathered at a time).
+  void save_pretrained(const models::Model& model, const std::filesystem::path& dir,
+                       const std::vector<std::filesystem::path>& tokenizer_files,
+                       std::optional<at::ScalarType> save_dtype);
   // Tokenizer files save_state copies into model folders.
   void set_tokenizer_files(std::vector<std::filesystem::path> files) { tokenizer_files_ = std::move(files); }
   // How save_state and load_tensors hold the model; null (the default): whole, as described there.

@@ -30,5 +30,7 @@ void check_model_fits_dataset(const io::HfConfig& config, const std::string& mod
 
 // Error naming the first tensor of `model` that holds NaN/Inf values (and how many it holds).
 void check_finite_weights(const models::Model& model, const std::string& model_source);
+// The same for one tensor named `name`.
+void check_finite_tensor(const at::Tensor& tensor, const std::string& name, const std::string& model_source);
 
 }  // namespace hpctrain::train

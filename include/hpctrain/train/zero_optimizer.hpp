@@ -68,6 +68,8 @@ class ZeroOptimizer final : public optim::Optimizer {
   [[nodiscard]] int64_t whole_state_bytes() const;
   // Collective: the whole state in stage 0's layout on rank 0 (empty on the others), gathered tensor by tensor.
   [[nodiscard]] optim::OptimizerState gather_state() const;
+  // Collective: state tensor `name` (a key of state_layout()) whole on rank 0, undefined on the others.
+  [[nodiscard]] at::Tensor gather_state_tensor(const std::string& name) const;
   // Collective (one allreduce of one number): multiplies this rank's gradient slices by `factor` (the loss
   // scaler's 1 / scale; 1: nothing) and returns the global sum of squares of the gradients, in float64 (not
   // finite exactly when some gradient element is inf or NaN on some rank).

@@ -92,8 +92,9 @@ class Replicated final : public StrategyBase {
     return replicated_state_bytes(optimizer, gradients);
   }
 
-  optim::OptimizerState optimizer_state_to_save(const optim::Optimizer& optimizer) override {
-    return comm().is_main_process() ? optimizer.state_dict() : optim::OptimizerState{};
+  StateToSave optimizer_state_to_save(const optim::Optimizer& optimizer) override {
+    auto state = std::make_shared<const optim::OptimizerState>(optimizer.state_dict());  // whole on every rank
+    return {*state, [state](const std::string& name) { return state->at(name); }};
   }
 };
 

@@ -65,8 +65,9 @@ class ShardedOptimizer final : public StrategyBase {
     return replicated_state_bytes(optimizer, gradients);
   }
 
-  optim::OptimizerState optimizer_state_to_save(const optim::Optimizer& optimizer) override {
-    return own(optimizer).gather_state();  // Note [ZeRO checkpoints]
+  StateToSave optimizer_state_to_save(const optim::Optimizer& optimizer) override {
+    const ZeroOptimizer& zero = own(optimizer);  // Note [ZeRO checkpoints]
+    return {zero.state_layout(), [&zero](const std::string& name) { return zero.gather_state_tensor(name); }};
   }
 
  private:

@@ -7,6 +7,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/ddp/consistency.hpp"
+#include "hpctrain/models/materialize.hpp"
 
 namespace hpctrain::train::parallel {
 namespace {
@@ -76,13 +77,19 @@ void StrategyBase::zero_grad() {
   for (at::Tensor& param : trainable_) param.mutable_grad() = at::Tensor();
 }
 
-void StrategyBase::replicate(torch::nn::Module& model) {
+void StrategyBase::replicate(torch::nn::Module& model, bool deferred) {
   model_ = &model;
-  model.to(context_.device);
+  auto* known = dynamic_cast<models::Model*>(&model);
+  if (!deferred && known != nullptr) models::materialize_all(*known);  // Note [Deferred materialization]
+  if (!deferred) model.to(context_.device);
   const ddp::NamedTensors named = parameters_and_buffers(model);
   ddp::check_same_structure(comm(), named);
   std::vector<at::Tensor> tensors;
   for (const auto& [name, tensor] : named) tensors.push_back(tensor);
+  if (deferred) {  // the parameters are made alike on every rank; the buffers come from rank 0 as ever
+    tensors.clear();
+    for (const auto& item : model.named_buffers()) tensors.push_back(item.value());
+  }
   ddp::broadcast_parameters(comm(), tensors, 0);
 }
 

@@ -19,8 +19,10 @@ class StrategyBase : public Strategy {
 
  protected:
   // Collective: `model` on the device, the same structure on every rank (Error on every rank otherwise),
-  // rank 0's parameters and buffers copied to every rank.
-  void replicate(torch::nn::Module& model);
+  // rank 0's parameters and buffers copied to every rank. `deferred`: the model's parameters are deferred (Note
+  // [Deferred materialization]) and the caller materializes them alike on every rank, on the CPU; only the
+  // buffers are copied. Else a deferred model is materialized first.
+  void replicate(torch::nn::Module& model, bool deferred = false);
   // Collective: the gradient reducer over `trainable` (the parameters that require grad: trainable_of), with the
   // Accelerator's bucket sizes (or `buckets`: ReducerOptions::buckets), overlap and wire dtype.
   void install_reducer(ddp::NamedTensors trainable, std::vector<dist::Bucket> buckets = {});

@@ -111,9 +111,15 @@ class Strategy {
   // average over the ranks. Only the replicated strategy has it.
   virtual void average_parameters() = 0;
 
-  // Collective: the state rank 0 writes as optimizer.safetensors, in stage 0's layout (Note [ZeRO
-  // checkpoints] in src/train/zero_optimizer.cpp); empty on the other ranks.
-  [[nodiscard]] virtual optim::OptimizerState optimizer_state_to_save(const optim::Optimizer& optimizer) = 0;
+  // The state a checkpoint writes as optimizer.safetensors, in stage 0's layout (Note [ZeRO checkpoints] in
+  // src/train/zero_optimizer.cpp), one tensor at a time (Note [Streamed writes] in src/train/streamed_save.cpp):
+  // `layout` names every tensor with its whole shape and dtype, on every rank; fetch(name), collective, gives it
+  // whole on rank 0 (undefined on the others). Every rank fetches the same names in the same order.
+  struct StateToSave {
+    optim::OptimizerState layout;
+    std::function<at::Tensor(const std::string& name)> fetch;
+  };
+  [[nodiscard]] virtual StateToSave optimizer_state_to_save(const optim::Optimizer& optimizer) = 0;
 
   // Collective: runs `use` while every parameter of the prepared model holds its whole value on every rank (stage
   // 3 gathers every unit before and releases them after); with `keep_changes` the values `use` wrote stay the
@@ -122,6 +128,13 @@ class Strategy {
     (void)keep_changes;
     use();
   }
+
+  // Collective (Note [Streamed writes]): `tensor`, a parameter of the prepared model or a view of one, holds its
+  // whole value on every rank until the next call or end_whole_tensors(): stage 3 gathers the unit that holds it
+  // and releases the unit the call before gathered, so a rank holds one unit beside its shards. Every rank makes
+  // the same calls in the same order. Nothing to do where the parameters are whole.
+  virtual void make_whole(const at::Tensor& tensor) { (void)tensor; }
+  virtual void end_whole_tensors() {}
 
   // Bytes this rank holds of the model's parameters, their gradients between steps and `optimizer`'s state (null:
   // none): metrics.jsonl's model_state_bytes.
