@@ -10,7 +10,7 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
-read -r -a extra <<<"${HPCTRAIN_CMAKE_ARGS:-}"
+read -r -d '' -a extra <<<"${HPCTRAIN_CMAKE_ARGS:-}" || true  # every line (scripts/setup-torch2.sh passes two)
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   cmake -S . -B "$build_dir" "${generator[@]}" "${launcher[@]}" -DCMAKE_BUILD_TYPE=${HPCTRAIN_BUILD_TYPE:-Release} "${extra[@]}"
 fi

@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export HPCTRAIN_BUILD_DIR=${HPCTRAIN_BUILD_DIR:-build-torch2}
 scripts/install-deps.sh build test
-scripts/setup-torch2.sh
+# The benchmarks are not built here: no test runs them, and they cost CI minutes (scripts/setup-torch2.sh alone builds
+# them for benchmarking against LibTorch 2).
+HPCTRAIN_CMAKE_ARGS="-DHPCTRAIN_BUILD_BENCH=OFF ${HPCTRAIN_CMAKE_ARGS:-}" scripts/setup-torch2.sh
 # The venv's TensorBoard reads the event files in mpi.train.tensorboard (the other tests keep python3: numpy, h5py).
 venv=${HPCTRAIN_TORCH2_VENV:-.venv-torch2} && [[ "$venv" == /* ]] || venv=$PWD/$venv
 export HPCTRAIN_TENSORBOARD_PYTHON=${HPCTRAIN_TENSORBOARD_PYTHON:-$venv/bin/python}
