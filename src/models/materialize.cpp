@@ -34,10 +34,6 @@ namespace {
 thread_local int deferring = 0;                                     // DeferredParameters scopes alive
 thread_local const std::unordered_set<const void*>* only = nullptr;  // materialize(): what init_weights writes
 
-bool holds_memory(const at::Tensor& tensor) {
-  return tensor.numel() == 0 ||
-         tensor.storage().nbytes() >= static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
-}
 
 // FNV-1a of the name: the parameter's stream (Note [Deferred materialization]).
 uint64_t name_hash(const std::string& name) {
@@ -47,6 +43,11 @@ uint64_t name_hash(const std::string& name) {
 }
 
 }  // namespace
+
+bool is_deferred(const at::Tensor& tensor) {
+  return tensor.numel() > 0 &&
+         tensor.storage().nbytes() < static_cast<std::size_t>(tensor.numel()) * tensor.element_size();
+}
 
 DeferredParameters::DeferredParameters() { ++deferring; }
 DeferredParameters::~DeferredParameters() { --deferring; }
@@ -62,7 +63,7 @@ void defer_parameters(torch::nn::Module& module) {
 
 bool initializes(const at::Tensor& tensor) {
   if (only != nullptr) return only->count(tensor.unsafeGetTensorImpl()) > 0;
-  return holds_memory(tensor);
+  return !is_deferred(tensor);
 }
 
 void mark_deferred(Model& model, uint64_t seed) { model.set_deferred_seed(seed); }
@@ -75,7 +76,7 @@ void materialize(Model& model, const std::vector<std::string>& names) {
     const at::Tensor* found = parameters.find(name);
     HPCTRAIN_CHECK(found != nullptr, "materialize: {} has no parameter '{}'", model.name(), name);
     const at::Tensor& param = *found;
-    if (holds_memory(param)) continue;
+    if (!is_deferred(param)) continue;
     c10::StorageImpl* storage = param.storage().unsafeGetStorageImpl();
     const auto nbytes = static_cast<std::size_t>(param.numel()) * param.element_size();
     storage->set_data_ptr(storage->allocator()->allocate(nbytes));

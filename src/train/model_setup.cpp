@@ -189,7 +189,7 @@ models::LoadReport load_weights(models::Model& model, const fs::path& dir, bool 
   for (auto& [key, value] : plan.values) {
     check_finite_tensor(value, key, dir.string());
     at::Tensor target = own.at(key);
-    if (target.numel() > 0 && target.storage().nbytes() == 0) deferred->values.emplace(key, std::move(value));
+    if (models::is_deferred(target)) deferred->values.emplace(key, std::move(value));
     else target.copy_(value);  // buffers, and what holds memory already
   }
   model.set_deferred_values(std::move(deferred));

@@ -28,6 +28,9 @@ class DeferredParameters {
 // DeferredParameters scope never holds more than one part's memory. Nothing outside such a scope.
 void defer_parameters(torch::nn::Module& module);
 
+// Whether `tensor` is a deferred parameter: elements, but no memory yet.
+[[nodiscard]] bool is_deferred(const at::Tensor& tensor);
+
 // For init_weights code: whether to write `tensor` now (not a deferred parameter, or the one materialize() is
 // initializing).
 [[nodiscard]] bool initializes(const at::Tensor& tensor);
