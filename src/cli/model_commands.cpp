@@ -77,7 +77,8 @@ std::optional<models::Quant4Options> quant4_options(const ModelDataOptions& o) {
 }
 
 std::string quant4_text(const std::optional<models::Quant4Options>& q) {
-  return q ? fmt::format("{} double_quant={} blocksize={}", models::to_string(q->type), q->double_quant, q->blocksize) : "";
+  return q ? fmt::format("{} double_quant={} blocksize={} embeddings={}", models::to_string(q->type), q->double_quant,
+                         q->blocksize, q->embeddings) : "";
 }
 
 // Note [Agreed options]: what the ranks of eval/predict compare before their first collective. --threads

@@ -134,18 +134,22 @@ po::options_description quantize_base_group(QuantizeBaseFlags& f) {
        "(bitsandbytes' compress_statistics; the default)")
       ("no-double-quant", po::bool_switch(&f.no_double_quant), "keep the blocks' absmax values in float32")
       ("quant-blocksize", po::value(&f.blocksize)->default_value(f.blocksize), "weights per absmax block: a power of "
-       "two from 32 to 4096");
+       "two from 32 to 4096")
+      ("quantize-embeddings", po::bool_switch(&f.embeddings), "also hold the token embedding and the LM head in 4-bit "
+       "form (transformers' bitsandbytes quantizer keeps them in full precision)");
   return g;
 }
 
 std::optional<models::Quant4Options> quantize_base_options(const QuantizeBaseFlags& f) {
   HPCTRAIN_CHECK(!(f.double_quant && f.no_double_quant), "--double-quant and --no-double-quant: give one of them");
   if (f.type.empty()) {
-    HPCTRAIN_CHECK(!f.double_quant && !f.no_double_quant && f.blocksize == QuantizeBaseFlags{}.blocksize,
-                   "--double-quant, --no-double-quant and --quant-blocksize need --quantize-base nf4|fp4");
+    HPCTRAIN_CHECK(!f.double_quant && !f.no_double_quant && f.blocksize == QuantizeBaseFlags{}.blocksize && !f.embeddings,
+                   "--double-quant, --no-double-quant, --quant-blocksize and --quantize-embeddings need --quantize-base "
+                   "nf4|fp4");
     return std::nullopt;
   }
-  const models::Quant4Options options{models::parse_quant4_type(f.type, "--quantize-base"), f.blocksize, !f.no_double_quant};
+  const models::Quant4Options options{models::parse_quant4_type(f.type, "--quantize-base"), f.blocksize,
+                                      !f.no_double_quant, f.embeddings};
   models::check_quant4_blocksize(options.blocksize);
   return options;
 }

@@ -20,10 +20,12 @@ namespace po = boost::program_options;
 po::options_description optimizer_group(optim::OptimizerOptions& options);
 
 // QLoRA's flags (Note [Quantized base] in models/quantized_linear.hpp), declared once for train, eval, predict,
-// generate and estimate-memory: --quantize-base nf4|fp4 [--double-quant|--no-double-quant] [--quant-blocksize 64].
+// generate and estimate-memory: --quantize-base nf4|fp4 [--double-quant|--no-double-quant] [--quant-blocksize 64]
+// [--quantize-embeddings].
 struct QuantizeBaseFlags {
   std::string type;  // "" = none
   bool double_quant = false, no_double_quant = false;
+  bool embeddings = false;  // --quantize-embeddings
   int64_t blocksize = 64;
 };
 po::options_description quantize_base_group(QuantizeBaseFlags& flags);

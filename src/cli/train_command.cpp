@@ -258,6 +258,7 @@ int train_command(const Args& args, dist::Comm& comm) {
   if (const auto quant = quantize_base_options(quantize)) {  // validated again, with --lora-r, by validate_train_options
     options.quantize_base = models::to_string(quant->type);
     options.double_quant = quant->double_quant, options.quant_blocksize = quant->blocksize;
+    options.quantize_embeddings = quant->embeddings;
   }
   options.eval_split_required = !values["eval-split"].defaulted();
   core::install_stop_handlers();  // Note [Stop agreement]

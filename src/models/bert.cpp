@@ -3,6 +3,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/materialize.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
 #include "models/attention.hpp"
 #include "models/dropout.hpp"
 #include "models/layers.hpp"
@@ -43,7 +44,7 @@ at::Tensor BertEmbeddings::forward(const at::Tensor& input_ids, const at::Tensor
                  "BERT: sequence length {} exceeds max_position_embeddings {}; truncate the input", length,
                  max_positions);
   const auto long_options = input_ids.options().dtype(at::kLong);
-  at::Tensor x = word_embeddings->forward(input_ids);
+  at::Tensor x = embedding_lookup(word_embeddings, input_ids);
   if (token_type_ids.defined()) {
     HPCTRAIN_CHECK(token_type_ids.sizes() == input_ids.sizes(),
                    "BERT: token_type_ids must have the shape of input_ids {}, got {}", c10::str(input_ids.sizes()),
@@ -154,6 +155,8 @@ const ModelSpec& BertForSequenceClassification::spec() const {
                               {"embeddings.position_ids", "embeddings.token_type_ids"}};
   return spec;
 }
+
+torch::nn::EmbeddingImpl* BertForSequenceClassification::input_embeddings() { return bert->embeddings->word_embeddings.get(); }
 
 std::vector<torch::nn::Module*> BertForSequenceClassification::unit_modules(UnitKind kind) {
   if (kind == UnitKind::embeddings) return {bert->embeddings.get()};

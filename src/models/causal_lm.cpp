@@ -2,6 +2,8 @@
 #include "hpctrain/models/causal_lm.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
+#include "hpctrain/models/quantized_linear.hpp"
 #include "models/decoder.hpp"
 
 #include <ATen/ATen.h>
@@ -120,11 +122,15 @@ void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size
 LmHead lm_head(const LoraLinear& lm_head, const torch::nn::Embedding& embedding, bool training) {
   LmHead head;
   head.training = training;
-  if (lm_head.is_empty()) {
-    head.weight = embedding->weight;  // Note [Tied head]
+  if (lm_head.is_empty()) {  // Note [Tied head]
+    head.weight = embedding_quantized(*embedding)  // Note [Quantized embeddings]
+                      ? dequantize_4bit(embedding_4bit(*embedding), quant4_product_dtype(embedding->weight.device()))
+                      : embedding->weight;
     return head;
   }
-  head.weight = lm_head->weight;
+  head.weight = lm_head->base_quantized()
+                    ? dequantize_4bit(lm_head->quantized_base(), quant4_product_dtype(lm_head->weight.device()))
+                    : lm_head->weight;
   if (lm_head->has_lora()) head.adapter = lm_head.get();
   return head;
 }

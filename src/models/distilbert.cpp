@@ -3,6 +3,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/materialize.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
 #include "models/attention.hpp"
 #include "models/dropout.hpp"
 #include "models/layers.hpp"
@@ -38,7 +39,7 @@ at::Tensor DistilBertEmbeddings::forward(const at::Tensor& input_ids) {
                  "DistilBERT: sequence length {} exceeds max_position_embeddings {}; truncate the input",
                  length, max_positions);
   const at::Tensor positions = at::arange(length, input_ids.options().dtype(at::kLong)).unsqueeze(0);
-  at::Tensor x = word_embeddings->forward(input_ids) + position_embeddings->forward(positions);
+  at::Tensor x = embedding_lookup(word_embeddings, input_ids) + position_embeddings->forward(positions);
   x = detail::norm_in_fp32(layer_norm, x);
   return detail::seeded_dropout(x, dropout_, is_training());
 }
@@ -148,6 +149,10 @@ const ModelSpec& DistilBertForSequenceClassification::spec() const {
                               {"vocab_transform.", "vocab_layer_norm.", "vocab_projector."},
                               {"embeddings.position_ids"}};
   return spec;
+}
+
+torch::nn::EmbeddingImpl* DistilBertForSequenceClassification::input_embeddings() {
+  return distilbert->embeddings->word_embeddings.get();
 }
 
 std::vector<torch::nn::Module*> DistilBertForSequenceClassification::unit_modules(UnitKind kind) {

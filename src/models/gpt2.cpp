@@ -3,6 +3,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/materialize.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
 #include "models/attention.hpp"
 #include "models/decoder.hpp"
 #include "models/dropout.hpp"
@@ -158,11 +159,13 @@ at::Tensor GPT2LMHeadModel::embed(const at::Tensor& input_ids, int64_t first_pos
   // Given positions (rows packed from documents restart at 0 in each) never exceed the row's length.
   const at::Tensor positions =
       position_ids.defined() ? position_ids : at::arange(first_position, end, input_ids.options()).unsqueeze(0);
-  const at::Tensor hidden = transformer->wte->forward(input_ids) + transformer->wpe->forward(positions);
+  const at::Tensor hidden = embedding_lookup(transformer->wte, input_ids) + transformer->wpe->forward(positions);
   return detail::seeded_dropout(hidden, settings_.embd_pdrop, is_training());
 }
 
 const ModelSpec& GPT2LMHeadModel::spec() const { return spec_; }
+
+torch::nn::EmbeddingImpl* GPT2LMHeadModel::input_embeddings() { return transformer->wte.get(); }
 
 std::vector<torch::nn::Module*> GPT2LMHeadModel::unit_modules(UnitKind kind) {
   if (kind == UnitKind::embeddings) return {transformer->wte.get(), transformer->wpe.get()};

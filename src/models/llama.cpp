@@ -4,6 +4,7 @@
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/materialize.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
 #include "models/attention.hpp"
 #include "models/decoder.hpp"
 #include "models/layers.hpp"
@@ -206,7 +207,7 @@ void LlamaForCausalLM::init_weights() {
 at::Tensor LlamaForCausalLM::hidden_states(const ModelInputs& inputs) {
   detail::check_causal_inputs(inputs, spec_.architecture.c_str());
   at::Tensor hidden = run_unit(UnitKind::embeddings, inputs.input_ids,
-                               [&](const at::Tensor& ids) { return model->embed_tokens->forward(ids); });
+                               [&](const at::Tensor& ids) { return embedding_lookup(model->embed_tokens, ids); });
   const LayerContext context = LayerContext::of(inputs);
   for (const auto& layer : model->layers) hidden = run_layer(*layer, hidden, context);
   return model->norm->forward(hidden);
@@ -216,12 +217,14 @@ LmHead LlamaForCausalLM::head() { return detail::lm_head(lm_head, model->embed_t
 
 at::Tensor LlamaForCausalLM::forward_cached(const at::Tensor& input_ids, KvCache& cache) {
   detail::check_cached_inputs(input_ids, cache, model->layers.size(), spec_.architecture.c_str());
-  at::Tensor hidden = model->embed_tokens->forward(input_ids);
+  at::Tensor hidden = embedding_lookup(model->embed_tokens, input_ids);
   for (size_t i = 0; i < model->layers.size(); ++i) hidden = model->layers[i]->forward_cached(hidden, cache.layer(i));
   return head().logits(model->norm->forward(hidden));
 }
 
 const ModelSpec& LlamaForCausalLM::spec() const { return spec_; }
+
+torch::nn::EmbeddingImpl* LlamaForCausalLM::input_embeddings() { return model->embed_tokens.get(); }
 
 std::vector<torch::nn::Module*> LlamaForCausalLM::unit_modules(UnitKind kind) {
   if (kind == UnitKind::embeddings) return {model->embed_tokens.get()};

@@ -124,23 +124,6 @@ void quantize_nested(const float* y, int64_t n, std::uint8_t* codes, float* absm
   }
 }
 
-// Dequantizes blocks [first_block, last_block) of `numel` elements into out (float or bf16 bits).
-template <typename Out, typename Convert>
-void dequantize_blocks(const std::uint8_t* codes, const float* absmax, const float* values, int64_t blocksize,
-                       int64_t numel, int64_t first_block, int64_t last_block, Out* out, Convert convert) {
-  for (int64_t block = first_block; block < last_block; ++block) {
-    const float scale = absmax[block];
-    const int64_t first = block * blocksize, last = std::min(numel, first + blocksize);
-    int64_t i = first;
-    for (; i + 1 < last; i += 2) {  // blocks start at even elements: whole bytes
-      const unsigned byte = codes[i >> 1];
-      out[i] = convert(values[byte >> 4] * scale);
-      out[i + 1] = convert(values[byte & 0x0Fu] * scale);
-    }
-    if (i < last) out[i] = convert(detail::quant4_element(codes, values, scale, i));
-  }
-}
-
 void check_cpu_or_cuda(const Quant4Weight& w) {
   HPCTRAIN_CHECK(w.codes.defined() && w.codes.scalar_type() == at::kByte, "4-bit weight: expected uint8 codes");
 }
@@ -280,29 +263,78 @@ at::Tensor block_absmax(const Quant4Weight& w) {
   return out;
 }
 
-at::Tensor dequantize_4bit(const Quant4Weight& w, at::ScalarType dtype) {
-  check_cpu_or_cuda(w);
+namespace {
+
+void check_dequantized_dtype(at::ScalarType dtype) {
   HPCTRAIN_CHECK(dtype == at::kFloat || dtype == at::kBFloat16, "dequantize_4bit: expected float32 or bfloat16, got {}",
                  c10::toString(dtype));
+}
+
+// The CPU loop's arguments; `absmax` (block_absmax's float32 values) must outlive them.
+detail::Quant4CpuArgs cpu_args(const Quant4Weight& w, const at::Tensor& absmax, at::ScalarType dtype) {
+  detail::Quant4CpuArgs a;
+  a.codes = w.codes.data_ptr<std::uint8_t>();
+  a.absmax = absmax.data_ptr<float>();
+  a.values16 = quant4_values(w.options.type).data();
+  a.blocksize = w.options.blocksize;
+  a.bf16 = dtype == at::kBFloat16;
+  return a;
+}
+
+}  // namespace
+
+at::Tensor dequantize_4bit(const Quant4Weight& w, at::ScalarType dtype) {
+  check_cpu_or_cuda(w);
+  check_dequantized_dtype(dtype);
 #if HPCTRAIN_WITH_CUDA
   if (w.codes.is_cuda()) return dequantize_cuda(w, dtype);
 #endif
-  HPCTRAIN_CHECK(w.codes.is_cpu(), "dequantize_4bit: a {} weight in a build without CUDA", w.codes.device().str());
-  const at::Tensor absmax = block_absmax(w).contiguous();
   at::Tensor out = at::empty(w.shape, at::TensorOptions().dtype(dtype));
-  const std::uint8_t* codes = w.codes.data_ptr<std::uint8_t>();
-  const float* scales = absmax.data_ptr<float>();
-  const float* values = quant4_values(w.options.type).data();
-  const int64_t n = w.numel(), size = w.options.blocksize;
-  at::parallel_for(0, w.blocks(), std::max<int64_t>(1, 32768 / size), [&](int64_t first, int64_t last) {
-    if (dtype == at::kFloat) {
-      dequantize_blocks(codes, scales, values, size, n, first, last, out.data_ptr<float>(), [](float v) { return v; });
-    } else {
-      auto* bits = reinterpret_cast<std::uint16_t*>(out.data_ptr<at::BFloat16>());
-      dequantize_blocks(codes, scales, values, size, n, first, last, bits, detail::quant4_to_bf16);
-    }
-  });
+  dequantize_4bit_out(w, out);
   return out;
+}
+
+void dequantize_4bit_out(const Quant4Weight& w, const at::Tensor& out) {
+  check_cpu_or_cuda(w);
+  check_dequantized_dtype(out.scalar_type());
+  HPCTRAIN_CHECK(w.codes.is_cpu() && out.is_cpu(), "dequantize_4bit_out: CPU tensors only, got codes on {} and out "
+                 "on {}", w.codes.device().str(), out.device().str());
+  HPCTRAIN_CHECK(out.is_contiguous() && out.numel() == w.numel(), "dequantize_4bit_out: expected a contiguous output of "
+                 "{} elements, got {}", w.numel(), c10::str(out.sizes()));
+  const at::Tensor absmax = block_absmax(w).contiguous();
+  const detail::Quant4CpuArgs args = cpu_args(w, absmax, out.scalar_type());
+  const int64_t element_bytes = static_cast<int64_t>(out.element_size());
+  auto* bytes = static_cast<char*>(out.data_ptr());
+  const int64_t grain = 32 * std::max<int64_t>(1, 32768 / 32);
+  at::parallel_for(0, w.numel(), grain, [&](int64_t first, int64_t last) {
+    detail::quant4_dequantize_range(args, first, last, bytes + first * element_bytes);
+  });
+}
+
+at::Tensor dequantize_4bit_rows(const Quant4Weight& w, const at::Tensor& rows, at::ScalarType dtype) {
+  check_cpu_or_cuda(w);
+  check_dequantized_dtype(dtype);
+  HPCTRAIN_CHECK(w.shape.size() == 2, "dequantize_4bit_rows: expected a 2-d weight, got {} dimensions", w.shape.size());
+  HPCTRAIN_CHECK(rows.scalar_type() == at::kLong || rows.scalar_type() == at::kInt, "dequantize_4bit_rows: expected "
+                 "integer row indices, got {}", c10::toString(rows.scalar_type()));
+  const int64_t count = w.shape[0], width = w.shape[1];
+  std::vector<int64_t> shape = rows.sizes().vec();
+  shape.push_back(width);
+  if (!w.codes.is_cpu()) return dequantize_4bit(w, dtype).index_select(0, rows.reshape({-1})).view(shape);
+  const at::Tensor index = rows.to(at::kCPU, at::kLong).contiguous().reshape({-1});
+  const int64_t* ids = index.data_ptr<int64_t>();
+  for (int64_t k = 0; k < index.numel(); ++k)
+    HPCTRAIN_CHECK(ids[k] >= 0 && ids[k] < count, "dequantize_4bit_rows: row {} is outside [0, {})", ids[k], count);
+  const at::Tensor absmax = block_absmax(w).contiguous();
+  const detail::Quant4CpuArgs args = cpu_args(w, absmax, dtype);
+  at::Tensor out = at::empty({index.numel(), width}, at::TensorOptions().dtype(dtype));
+  const int64_t row_bytes = width * static_cast<int64_t>(out.element_size());
+  auto* bytes = static_cast<char*>(out.data_ptr());
+  at::parallel_for(0, index.numel(), std::max<int64_t>(1, 32768 / width), [&](int64_t first, int64_t last) {
+    for (int64_t k = first; k < last; ++k)
+      detail::quant4_dequantize_range(args, ids[k] * width, (ids[k] + 1) * width, bytes + k * row_bytes);
+  });
+  return out.view(shape).to(rows.device());
 }
 
 }  // namespace hpctrain::models

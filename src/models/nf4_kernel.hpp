@@ -46,6 +46,21 @@ HPCTRAIN_QUANT4_HOST_DEVICE inline std::uint16_t quant4_to_bf16(float value) {
   return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
+// One CPU dequantization (nf4_dequantize_cpu.cpp), into float32 or bfloat16 bits.
+struct Quant4CpuArgs {
+  const unsigned char* codes = nullptr;
+  const float* absmax = nullptr;    // float32 per block (already dequantized when nested)
+  const float* values16 = nullptr;  // the type's 16 values
+  int64_t blocksize = 64;
+  bool bf16 = false;
+};
+
+// Elements [first, last) of the weight (flat order) into out[0, last - first): with `vectorized`, through AVX-512
+// where the CPU has it (bit-identical to the scalar loop, which the rest takes).
+void quant4_dequantize_range(const Quant4CpuArgs& a, int64_t first, int64_t last, void* out, bool vectorized = true);
+// Whether quant4_dequantize_range's vector path runs on this CPU.
+[[nodiscard]] bool quant4_vectorized_available();
+
 // The device arrays of one dequantization (nf4_cuda.cu): out[i] for i < numel, in float32 or bfloat16 bits.
 struct Quant4CudaArgs {
   const unsigned char* codes = nullptr;

@@ -9,21 +9,33 @@
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
 
 namespace hpctrain::models {
+namespace {
+
+// The module's full name in the model ("transformer.wte").
+std::string embedding_name(Model& model, const torch::nn::EmbeddingImpl* embedding) {
+  for (const auto& item : model.named_modules())
+    if (item.value().get() == embedding) return item.key();
+  return "input embeddings";
+}
+
+}  // namespace
 
 std::string QuantizedBase::summary() const {
-  return fmt::format("--quantize-base {}{}: {} frozen linear layers ({} weights) in 4-bit form, {:.1f} MiB instead of "
+  return fmt::format("--quantize-base {}{}{}: {} frozen layers ({} weights) in 4-bit form, {:.1f} MiB instead of "
                      "{:.1f} MiB in float32 ({:.3f} bits per weight, blocks of {})",
-                     to_string(options.type), options.double_quant ? " --double-quant" : "", layers.size(), weights,
+                     to_string(options.type), options.double_quant ? " --double-quant" : "",
+                     options.embeddings ? " --quantize-embeddings" : "", layers.size(), weights,
                      static_cast<double>(bytes) / (1 << 20), static_cast<double>(float32_bytes) / (1 << 20),
                      weights > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(weights) : 0.0,
                      options.blocksize);
 }
 
-std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model) {
+std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model, bool with_head) {
   std::vector<torch::nn::Module*> head;  // a causal LM's head: lm_head, or the embeddings it is tied to
-  if (dynamic_cast<CausalLM*>(&model) != nullptr) head = model.unit_modules(UnitKind::head);
+  if (!with_head && dynamic_cast<CausalLM*>(&model) != nullptr) head = model.unit_modules(UnitKind::head);
   std::vector<std::pair<std::string, LoraTarget*>> out;
   for (const auto& [name, layer] : lora_target_layers(model)) {
     if (layer->base_weight().requires_grad()) continue;  // a module to save trains
@@ -37,7 +49,7 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
   check_quant4_blocksize(options.blocksize);
   QuantizedBase out;
   out.options = options;
-  for (const auto& [name, layer] : quantizable_layers(model)) {
+  for (const auto& [name, layer] : quantizable_layers(model, options.embeddings)) {
     if (layer->base_quantized()) continue;
     const int64_t numel = layer->base_weight().numel();
     layer->quantize_base(options, name);
@@ -45,6 +57,19 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
     out.weights += numel;
     out.bytes += layer->quantized_base().bytes();
     out.float32_bytes += 4 * numel;
+  }
+  if (options.embeddings) {  // Note [Quantized embeddings]
+    torch::nn::EmbeddingImpl* embedding = model.input_embeddings();
+    HPCTRAIN_CHECK(embedding != nullptr, "--quantize-embeddings: {} has no token embedding", model.spec().architecture);
+    if (!embedding_quantized(*embedding)) {
+      const std::string name = embedding_name(model, embedding);
+      const int64_t numel = embedding->weight.numel();
+      quantize_embedding(*embedding, options, name);
+      out.layers.push_back(name);
+      out.weights += numel;
+      out.bytes += embedding_4bit(*embedding).bytes();
+      out.float32_bytes += 4 * numel;
+    }
   }
   HPCTRAIN_CHECK(!out.layers.empty(), "--quantize-base: {} has no frozen linear layer to quantize",
                  model.spec().architecture);
@@ -56,11 +81,13 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
 
 void dequantize_base(Model& model) {
   for (const auto& [name, layer] : lora_target_layers(model)) layer->dequantize_base();
+  if (torch::nn::EmbeddingImpl* embedding = model.input_embeddings()) dequantize_embedding(*embedding);
 }
 
 int64_t quantized_layer_count(Model& model) {
   int64_t count = 0;
   for (const auto& [name, layer] : lora_target_layers(model)) count += layer->base_quantized() ? 1 : 0;
+  if (torch::nn::EmbeddingImpl* embedding = model.input_embeddings()) count += embedding_quantized(*embedding) ? 1 : 0;
   return count;
 }
 

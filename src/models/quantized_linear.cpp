@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
 
+#include <array>
+
 #include "hpctrain/compat/autocast_state.hpp"
 #include "hpctrain/core/error.hpp"
 
@@ -14,18 +16,27 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The dtype the product runs in: autocast's lower precision when it is on for x's device, else x's dtype.
-at::ScalarType product_dtype(const at::Tensor& x) {
-  const compat::AutocastState autocast = compat::AutocastState::current();
-  if (x.is_cpu() && autocast.cpu_enabled) return autocast.cpu_dtype;
-  if (x.is_cuda() && autocast.cuda_enabled) return autocast.cuda_dtype;
-  return x.scalar_type();
-}
-
-// The weight in `dtype`: dequantized into it when dequantize_4bit can (float32, bfloat16), else through float32.
+// Note [Dequantization buffer]
+// On the CPU every quantized layer dequantizes its weight into one buffer per thread and dtype, grown to the largest
+// weight and then reused, rather than into a fresh tensor per product: the weight is dead once its product returns
+// (the autograd Function saves only the 4-bit tensors), and a fresh weight-sized allocation per layer, freed between
+// activations that stay alive, fragments the heap (with the tuned thresholds of Note [Host allocator] the resident set
+// of a QLoRA step grew with the tokens, about 1.3-1.6x a LoRA step's per token, while the live tensors did not). So
+// one full-precision weight stays resident per thread that multiplies (the forward's and, on the CPU the same thread,
+// the backward's): estimate-memory's "dequantized weight (largest)" row. On CUDA the caching allocator does this.
 at::Tensor dequantized(const Quant4Weight& w, at::ScalarType dtype) {
-  if (dtype == at::kFloat || dtype == at::kBFloat16) return dequantize_4bit(w, dtype);
-  return dequantize_4bit(w, at::kFloat).to(dtype);
+  if (dtype != at::kFloat && dtype != at::kBFloat16) return dequantize_4bit(w, at::kFloat).to(dtype);
+  if (!w.codes.is_cpu()) return dequantize_4bit(w, dtype);
+  thread_local std::array<at::Tensor, 2> buffers;  // float32, bfloat16
+  at::Tensor& buffer = buffers[dtype == at::kFloat ? 0 : 1];
+  const int64_t n = w.numel();
+  if (!buffer.defined() || buffer.numel() < n) {
+    buffer = at::Tensor();  // the smaller one goes first
+    buffer = at::empty({n}, at::TensorOptions().dtype(dtype));
+  }
+  at::Tensor weight = buffer.narrow(0, 0, n).view(w.shape);
+  dequantize_4bit_out(w, weight);
+  return weight;
 }
 
 // The 4-bit tensors travel through the autograd context as saved data (they need no version tracking: frozen).
@@ -58,7 +69,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor* bias, const Quant4Weight* weight,
                             at::ScalarType dtype) {
     save_weight(ctx, *weight, dtype);
-    return at::linear(x, dequantized(*weight, dtype), *bias);  // the dequantized weight dies with this line
+    return at::linear(x, dequantized(*weight, dtype), *bias);  // the dequantized weight is dead after this line
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -76,7 +87,14 @@ at::Tensor quantized_linear(const at::Tensor& x, const Quant4Weight& weight, con
                  "quantized_linear: input of {} features for a 4-bit weight of shape [{}, {}]", x.dim() >= 1 ? x.size(-1) : 0,
                  weight.shape.empty() ? 0 : weight.shape[0], weight.shape.size() > 1 ? weight.shape[1] : 0);
   HPCTRAIN_CHECK(!bias.defined() || !bias.requires_grad(), "quantized_linear: the bias of a 4-bit layer must be frozen");
-  return QuantizedLinearFunction::apply(x, &bias, &weight, product_dtype(x));
+  return QuantizedLinearFunction::apply(x, &bias, &weight, quant4_product_dtype(x.device(), x.scalar_type()));
+}
+
+at::ScalarType quant4_product_dtype(const c10::Device& device, at::ScalarType otherwise) {
+  const compat::AutocastState autocast = compat::AutocastState::current();
+  if (device.is_cpu() && autocast.cpu_enabled) return autocast.cpu_dtype;
+  if (device.is_cuda() && autocast.cuda_enabled) return autocast.cuda_dtype;
+  return otherwise;
 }
 
 Quant4StateImpl::Quant4StateImpl(const Quant4Weight& weight) : shape_(weight.shape), options_(weight.options) {

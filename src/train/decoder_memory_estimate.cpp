@@ -81,10 +81,14 @@ int64_t layer_matrix_weights(const DecoderShape& s) {
   return s.layers * (attention + mlp);
 }
 
+// Under LoRA the base is frozen (Note [LoRA memory arithmetic]): autocast caches bf16 copies of weights that require
+// grad only (a frozen weight is cast for each product and let go), and no base weight gets a gradient.
+bool frozen_base(const MemoryEstimateOptions& o) { return o.lora_r > 0; }
+
 int64_t head_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_t a) {
   const int64_t tokens = o.batch_size * o.sequence_length;
   const int64_t final_norm = tokens * s.width * (s.llama ? 2 * 4 : 4) + tokens * (s.llama ? 4 : 8);
-  const int64_t weight_copies = a == 4 ? 0 : 2 * layer_matrix_weights(s);
+  const int64_t weight_copies = a == 4 || frozen_base(o) ? 0 : 2 * layer_matrix_weights(s);
   return tokens * 8 + final_norm + weight_copies;
 }
 
@@ -92,16 +96,20 @@ int64_t head_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_
 int64_t loss_bytes(const DecoderShape& s, const MemoryEstimateOptions& o, int64_t a) {
   const int64_t kept = o.batch_size * (o.sequence_length - 1), vocab = s.vocab, width = s.width;
   const int64_t selected = (o.batch_size * o.sequence_length + kept) * width * 4;  // the hidden states, and the kept
+  // The head's weight in bf16 under autocast: a cast copy, unless a 4-bit head is dequantized into bf16 directly (its
+  // bytes are the estimate's dequantized weight, Note [Quantized embeddings]).
+  const bool quantized_head = o.quantize && o.quantize->embeddings;
+  const int64_t head_copy = a == 4 || quantized_head ? 0 : vocab * width * 2;
   if (o.loss_chunk_tokens == 0) {
     const int64_t logits = kept * vocab;
-    const int64_t autocast_copies = a == 4 ? 0 : logits * 4 + vocab * width * 2;
+    const int64_t autocast_copies = a == 4 ? 0 : logits * 4 + head_copy;
     const int64_t forward = logits * a + autocast_copies + logits * 4;  // logits, (copies), log-probabilities
     const int64_t backward = 3 * logits * 4;                             // log-probabilities and two gradients
     return selected + std::max(forward, backward);
   }
   const int64_t chunk = std::min(o.loss_chunk_tokens, std::max<int64_t>(kept, 1));
   const int64_t chunk_tensors = chunk * vocab * a + (a == 4 ? 0 : chunk * vocab * 4 + chunk * width * 2);
-  const int64_t weight_gradient = vocab * width * 4 + (a == 4 ? 0 : vocab * width * 2);  // (+ the bf16 weight)
+  const int64_t weight_gradient = (frozen_base(o) ? 0 : vocab * width * 4) + head_copy;  // (+ the bf16 weight)
   return selected + chunk_tensors + weight_gradient + kept * width * a;
 }
 
@@ -123,7 +131,7 @@ ActivationEstimate decoder_activations(const io::HfConfig& config, const MemoryE
   // The FFN's gradients (SwiGLU: the product's and both factors') and the layer's output and input gradients.
   const int64_t ffn_gradients = (s.llama ? 3 : 2) * tokens * s.ffn_width * a;
   e.backward_transient = ffn_gradients + 2 * tokens * s.width * 4 + (o.gradient_checkpointing ? e.per_layer : 0);
-  e.embedding_gradients = (s.tied ? 3 : 1) * s.vocab * s.width * 4;
+  e.embedding_gradients = frozen_base(o) ? 0 : (s.tied ? 3 : 1) * s.vocab * s.width * 4;
   e.total = std::max(e.kept + e.embeddings_and_head + std::max(e.logits, e.backward_transient), e.embedding_gradients);
   return e;
 }

@@ -46,8 +46,9 @@ std::string read_lora_text(const fs::path& file) {
 void check_quantize_options(const TrainOptions& o) {
   const TrainOptions defaults;
   if (o.quantize_base.empty()) {
-    HPCTRAIN_CHECK(o.double_quant == defaults.double_quant && o.quant_blocksize == defaults.quant_blocksize,
-                   "--double-quant, --no-double-quant and --quant-blocksize need --quantize-base nf4|fp4");
+    HPCTRAIN_CHECK(o.double_quant == defaults.double_quant && o.quant_blocksize == defaults.quant_blocksize &&
+                   !o.quantize_embeddings, "--double-quant, --no-double-quant, --quant-blocksize and --quantize-embeddings "
+                   "need --quantize-base nf4|fp4");
     return;
   }
   (void)models::parse_quant4_type(o.quantize_base, "--quantize-base");
@@ -62,7 +63,7 @@ void check_quantize_options(const TrainOptions& o) {
 std::optional<models::Quant4Options> quant4_options_of(const TrainOptions& o) {
   if (o.quantize_base.empty()) return std::nullopt;
   return models::Quant4Options{models::parse_quant4_type(o.quantize_base, "--quantize-base"), o.quant_blocksize,
-                               o.double_quant};
+                               o.double_quant, o.quantize_embeddings};
 }
 
 void check_lora_options(const TrainOptions& o) {

@@ -182,6 +182,7 @@ const OptionField kFields[] = {
     {"--quantize-base", kValue, text_of<&O::quantize_base>},  // every rank holds the same 4-bit base
     {"--double-quant", kValue, text_of<&O::double_quant>},
     {"--quant-blocksize", kValue, text_of<&O::quant_blocksize>},
+    {"--quantize-embeddings", kValue, text_of<&O::quantize_embeddings>},
     {"--epochs", kValue, text_of<&O::epochs>},
     {"--max-steps", kValue, text_of<&O::max_steps>},
     {"--batch-size", kValue, text_of<&O::batch_size>},

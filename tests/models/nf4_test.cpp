@@ -10,6 +10,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/nf4.hpp"
+#include "models/nf4_kernel.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 
 using namespace hpctrain;
@@ -88,6 +89,36 @@ BOOST_AUTO_TEST_CASE(dequantization_is_bit_exact) {
     ++checked;
   }
   BOOST_TEST(checked == 12);
+}
+
+// The AVX-512 loop gives the scalar loop's bits (every range start and end, block sizes 32 to 256, float32 and
+// bfloat16; the goldens above go through whichever this CPU runs), and a lookup of rows gives the whole weight's rows.
+BOOST_AUTO_TEST_CASE(vector_and_scalar_dequantization_agree) {
+  torch::manual_seed(11);
+  if (!models::detail::quant4_vectorized_available()) BOOST_TEST_MESSAGE("no AVX-512 here: both sides run the scalar loop");
+  for (const int64_t blocksize : {32, 64, 256}) {
+    const Quant4Weight w = quantize_4bit(at::randn({37, 96}), Quant4Options{Quant4Type::nf4, blocksize, true});
+    const at::Tensor absmax = block_absmax(w).contiguous();
+    for (const bool bf16 : {false, true}) {
+      models::detail::Quant4CpuArgs args;
+      args.codes = w.codes.data_ptr<std::uint8_t>(), args.absmax = absmax.data_ptr<float>();
+      args.values16 = quant4_values(w.options.type).data(), args.blocksize = blocksize, args.bf16 = bf16;
+      const at::ScalarType dtype = bf16 ? at::kBFloat16 : at::kFloat;
+      for (const auto& [first, last] : std::vector<std::pair<int64_t, int64_t>>{{0, w.numel()}, {0, 31}, {1, 97},
+                                                                                {31, 3000}, {64, 96}, {3, w.numel()}}) {
+        at::Tensor vector = at::full({last - first}, 7, dtype), scalar = at::full({last - first}, 7, dtype);
+        models::detail::quant4_dequantize_range(args, first, last, vector.data_ptr(), true);
+        models::detail::quant4_dequantize_range(args, first, last, scalar.data_ptr(), false);
+        BOOST_TEST(same_bits(vector, scalar), "block " << blocksize << " bf16 " << bf16 << " [" << first << ", " << last << ")");
+      }
+      const at::Tensor rows = at::tensor(std::vector<int64_t>{5, 0, 36, 5, 17, 2}).view({2, 3});
+      const at::Tensor looked_up = dequantize_4bit_rows(w, rows, dtype);
+      BOOST_TEST((looked_up.sizes() == std::vector<int64_t>{2, 3, 96}));
+      BOOST_TEST(same_bits(looked_up, dequantize_4bit(w, dtype).index_select(0, rows.view({-1})).view({2, 3, 96})));
+    }
+  }
+  const Quant4Weight w = quantize_4bit(at::randn({4, 64}), Quant4Options{});
+  BOOST_CHECK_THROW((void)dequantize_4bit_rows(w, at::tensor(std::vector<int64_t>{4}), at::kFloat), Error);
 }
 
 BOOST_AUTO_TEST_CASE(bytes_per_weight) {

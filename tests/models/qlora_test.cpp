@@ -10,6 +10,7 @@
 #include "hpctrain/models/gpt2.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/qlora.hpp"
+#include "hpctrain/models/quantized_embedding.hpp"
 #include "hpctrain/models/quantized_linear.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/weights.hpp"
@@ -64,11 +65,15 @@ void attach_adapters(Model& model) {
 // computes, as a plain model.
 void use_dequantized_weights(Model& model, const Quant4Options& options) {
   at::NoGradGuard no_grad;
-  for (const auto& [name, layer] : quantizable_layers(model)) {
+  for (const auto& [name, layer] : quantizable_layers(model, options.embeddings)) {
     at::Tensor& w = layer->base_weight();
     const at::Tensor out_in = layer->fan_in_fan_out() ? w.t() : w;
     const at::Tensor dq = dequantize_4bit(quantize_4bit(out_in, options), at::kFloat);
     w.copy_(layer->fan_in_fan_out() ? dq.t() : dq);
+  }
+  if (options.embeddings) {
+    at::Tensor& w = model.input_embeddings()->weight;
+    w.copy_(dequantize_4bit(quantize_4bit(w, options), at::kFloat));
   }
 }
 
@@ -107,24 +112,28 @@ BOOST_AUTO_TEST_CASE(product_and_input_gradient_equal_the_dequantized_linear) {
   BOOST_TEST(at::equal(x.grad(), at::matmul(grad, dq)));
 }
 
-// Between forward and backward only the output (and the autograd graph's small tensors) stay allocated: no
-// dequantized copy of the 4 MiB weight.
+// Between forward and backward only the output, the graph's small tensors and one reused dequantization buffer stay
+// allocated (Note [Dequantization buffer]): two 4 MiB layers leave at most one weight's bytes, not two.
 BOOST_AUTO_TEST_CASE(no_full_precision_weight_lives_between_forward_and_backward) {
   torch::manual_seed(4);
-  const Quant4Weight w = quantize_4bit(at::randn({1024, 1024}), Quant4Options{});
+  const Quant4Weight first = quantize_4bit(at::randn({1024, 1024}), Quant4Options{});
+  const Quant4Weight second = quantize_4bit(at::randn({1024, 1024}), Quant4Options{});
   const at::Tensor x = at::randn({2, 1024}).set_requires_grad(true);
   at::Tensor y;
   size_t live_after_forward = 0, peak = 0;
   {
     testing::CountingScope scope;
-    y = quantized_linear(x, w, at::Tensor());
+    y = quantized_linear(quantized_linear(x, first, at::Tensor()), second, at::Tensor());
     live_after_forward = scope.live();
     peak = scope.peak();
   }
-  BOOST_TEST(peak >= 4u * 1024 * 1024);             // the weight was dequantized for the product...
-  BOOST_TEST(live_after_forward < 64u * 1024);      // ...and let go: the output's 8 KiB and bookkeeping remain
+  const size_t weight_bytes = 4u * 1024 * 1024;
+  BOOST_TEST(peak < weight_bytes + 256u * 1024);              // the second layer reused the first one's buffer
+  BOOST_TEST(live_after_forward < weight_bytes + 64u * 1024);  // the outputs' 16 KiB and bookkeeping, at most one buffer
   y.sum().backward();
-  BOOST_TEST(x.grad().defined());
+  const at::Tensor reference = x.detach().clone().set_requires_grad(true);
+  at::linear(at::linear(reference, dequantize_4bit(first, at::kFloat)), dequantize_4bit(second, at::kFloat)).sum().backward();
+  BOOST_TEST(at::allclose(x.grad(), reference.grad(), 1e-6, 1e-6));  // each layer's product read its own weight
 }
 
 // Every frozen LoRA layer is quantized, the modules to save, embeddings, norms and head are not; GPT-2's Conv1D
@@ -159,7 +168,8 @@ BOOST_AUTO_TEST_CASE(which_layers_are_quantized) {
 // A quantized model computes what the model with the dequantized weights in full precision computes: logits and
 // adapter gradients (Linear and Conv1D, NF4 and FP4), and it holds far fewer bytes.
 BOOST_AUTO_TEST_CASE(quantized_model_equals_the_dequantized_model) {
-  for (const Quant4Options options : {Quant4Options{}, Quant4Options{Quant4Type::fp4, 64, false}}) {
+  const Quant4Options with_embeddings{Quant4Type::nf4, 64, true, /*embeddings=*/true};  // Note [Quantized embeddings]
+  for (const Quant4Options options : {Quant4Options{}, Quant4Options{Quant4Type::fp4, 64, false}, with_embeddings}) {
     for (int kind = 0; kind < 3; ++kind) {
       torch::manual_seed(6);
       auto make = [&] { return kind == 0 ? qlora_llama() : kind == 1 ? qlora_gpt2() : qlora_bert(); };
@@ -171,9 +181,14 @@ BOOST_AUTO_TEST_CASE(quantized_model_equals_the_dequantized_model) {
       torch::manual_seed(7);
       attach_adapters(*reference);
       const int64_t full_bytes = model_bytes(*quantized);
-      (void)quantize_frozen_base(*quantized, options);
+      const QuantizedBase done = quantize_frozen_base(*quantized, options);
       use_dequantized_weights(*reference, options);
       BOOST_TEST(model_bytes(*quantized) < full_bytes / 2, quantized->spec().architecture);
+      const bool head_listed = std::find(done.layers.begin(), done.layers.end(), "lm_head") != done.layers.end();
+      BOOST_TEST(head_listed == (options.embeddings && kind == 0));  // Llama's untied head; GPT-2's is its wte
+      BOOST_TEST(embedding_quantized(*quantized->input_embeddings()) == options.embeddings);
+      if (options.embeddings)  // the float32 embedding is gone, its 4-bit form (3.2 KB here) holds it
+        BOOST_TEST(quantized->input_embeddings()->weight.numel() == 0);
       torch::manual_seed(8);
       const ModelInputs inputs = qlora_batch(kind == 2);
       quantized->train(), reference->train();

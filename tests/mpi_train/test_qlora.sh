@@ -19,7 +19,7 @@ run_ok "QLoRA, 8 steps, --merge-lora" "$WORK/whole.log" mpi 2 train $(qlora_args
 run_ok "QLoRA: first 4 steps" "$WORK/pa.log" mpi 2 train $(qlora_args "$WORK/pieces") "${exact[@]}" --max-steps 4
 run_ok "QLoRA: --resume auto to 8" "$WORK/pb.log" mpi 2 train $(qlora_args "$WORK/pieces") "${exact[@]}" --max-steps 8 \
   --resume auto
-grep -q -- "--quantize-base nf4 --double-quant: 12 frozen linear layers" "$WORK/whole.log" \
+grep -q -- "--quantize-base nf4 --double-quant: 12 frozen layers" "$WORK/whole.log" \
   && ok "the 12 frozen linear layers (not the heads, which train) held in 4-bit form" \
   || { bad "QLoRA layout line"; grep -i quantize "$WORK/whole.log"; }
 grep -q "resuming at step 4" "$WORK/pb.log" && ok "resumed from checkpoint-4" || { bad "resume point"; head -20 "$WORK/pb.log"; }
@@ -53,10 +53,11 @@ print("eval loss: final-merged", merged, "4-bit base + adapter", quantized)
 sys.exit(0 if abs(merged - quantized) <= 1e-5 * abs(merged) else 1)
 PYEOF
 
-run_ok "QLoRA: FP4, no double quantization, blocks of 128, bf16 autocast, SGD" "$WORK/fp4.log" "$HPCTRAIN" train \
-  $(qlora_args "$WORK/fp4") --quantize-base fp4 --no-double-quant --quant-blocksize 128 --mixed-precision bf16 \
-  --optim sgd --max-steps 2 --batch-size 4
-grep -q -- "--quantize-base fp4: 12 frozen linear layers" "$WORK/fp4.log" && ok "fp4 layout line" || bad "fp4 layout line"
+run_ok "QLoRA: FP4, no double quantization, blocks of 128, bf16 autocast, SGD, embeddings" "$WORK/fp4.log" \
+  "$HPCTRAIN" train $(qlora_args "$WORK/fp4") --quantize-base fp4 --no-double-quant --quant-blocksize 128 \
+  --mixed-precision bf16 --optim sgd --max-steps 2 --batch-size 4 --quantize-embeddings
+grep -q -- "--quantize-base fp4 --quantize-embeddings: 13 frozen layers" "$WORK/fp4.log" \
+  && ok "fp4 layout line: 12 linear layers and the word embeddings" || bad "fp4 layout line"
 
 # estimate-memory counts the 4-bit base.
 estimate=(estimate-memory --model "$BASE" --lora-r 4 --sequence-length 16 --json)
@@ -84,7 +85,8 @@ measure=(estimate-memory --model-config "$WORK/llama-mid.json" --lora-r 8 --lora
   --batch-size 1 --sequence-length 32 --threads 1 --measure --json)
 "$HPCTRAIN" "${measure[@]}" >"$WORK/measure-lora.json" 2>"$WORK/measure.log"
 "$HPCTRAIN" "${measure[@]}" --quantize-base nf4 >"$WORK/measure-qlora.json" 2>>"$WORK/measure.log"
-"$PY" - "$WORK/measure-lora.json" "$WORK/measure-qlora.json" "$WORK/llama-mid.json" <<'PYEOF' && ok "measured QLoRA model < 0.3 x, step peak < 0.8 x the LoRA step's; the estimate's 4-bit weights are the layers' (not lm_head)" || { bad "measured step peaks"; tail -n 3 "$WORK/measure.log"; }
+"$HPCTRAIN" "${measure[@]}" --quantize-base nf4 --quantize-embeddings >"$WORK/measure-qemb.json" 2>>"$WORK/measure.log"
+"$PY" - "$WORK/measure-lora.json" "$WORK/measure-qlora.json" "$WORK/llama-mid.json" "$WORK/measure-qemb.json" <<'PYEOF' && ok "measured QLoRA model < 0.3 x, step peak < 0.8 x the LoRA step's; the estimate's 4-bit weights are the layers' (not lm_head; with --quantize-embeddings also it and embed_tokens, and fewer bytes)" || { bad "measured step peaks"; tail -n 3 "$WORK/measure.log"; }
 import json, sys
 lora, qlora = (json.load(open(p))["measured"] for p in sys.argv[1:3])
 print("measured step peak: LoRA", lora["peak_bytes"], "QLoRA", qlora["peak_bytes"], "model bytes", lora["model_bytes"],
@@ -97,6 +99,12 @@ layers = c["num_hidden_layers"] * (2 * h * h + 2 * h * kv + 3 * h * i)
 print("estimate's 4-bit weights", estimate["quantized_parameter_count"], "the layers'", layers,
       "dequantized weight bytes", estimate["bytes"]["dequantized_weight"], "largest layer weight bytes", 4 * h * i)
 ok = ok and estimate["quantized_parameter_count"] == layers and estimate["bytes"]["dequantized_weight"] == 4 * h * i
+# --quantize-embeddings (Note [Quantized embeddings]): embed_tokens and lm_head in 4 bits too, the head the largest.
+emb = json.load(open(sys.argv[4]))
+vocabulary = 2 * c["vocab_size"] * h
+print("with the embeddings: 4-bit weights", emb["quantized_parameter_count"], "model bytes", emb["measured"]["model_bytes"])
+ok = ok and emb["quantized_parameter_count"] == layers + vocabulary
+ok = ok and emb["measured"]["model_bytes"] < qlora["model_bytes"] - 3 * vocabulary  # 4 bytes each became about 0.52
 sys.exit(0 if ok else 1)
 PYEOF
 
@@ -114,6 +122,8 @@ refused "--quant-blocksize 48" "--quant-blocksize 48: expected a power of two" \
   "$HPCTRAIN" train "${plain[@]}" --lora-r 4 --quantize-base nf4 --quant-blocksize 48
 refused "--no-double-quant without --quantize-base" "need --quantize-base nf4|fp4" \
   "$HPCTRAIN" train "${plain[@]}" --lora-r 4 --no-double-quant
+refused "--quantize-embeddings without --quantize-base" "need --quantize-base nf4|fp4" \
+  "$HPCTRAIN" train "${plain[@]}" --lora-r 4 --quantize-embeddings
 refused "--quantize-base int4" "--quantize-base 'int4': expected nf4 or fp4" \
   "$HPCTRAIN" train "${plain[@]}" --lora-r 4 --quantize-base int4
 cp -r "$BASE" "$WORK/prequantized"

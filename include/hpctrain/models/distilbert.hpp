@@ -87,6 +87,7 @@ class DistilBertForSequenceClassification : public SequenceClassifier {
   [[nodiscard]] const ModelSpec& spec() const override;
   void init_weights() override;
   [[nodiscard]] std::vector<TransformerLayer*> transformer_layers() override;
+  [[nodiscard]] torch::nn::EmbeddingImpl* input_embeddings() override;
   [[nodiscard]] std::vector<torch::nn::Module*> unit_modules(UnitKind kind) override;
 
   std::shared_ptr<DistilBertModel> distilbert;

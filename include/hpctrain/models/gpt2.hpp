@@ -102,6 +102,7 @@ class GPT2LMHeadModel : public CausalLM {
   // / sqrt(2 n_layer)), zero biases, LayerNorm 1 and 0.
   void init_weights() override;
   [[nodiscard]] std::vector<TransformerLayer*> transformer_layers() override;
+  [[nodiscard]] torch::nn::EmbeddingImpl* input_embeddings() override;
   [[nodiscard]] std::vector<torch::nn::Module*> unit_modules(UnitKind kind) override;
   [[nodiscard]] int64_t vocab_size() const override { return settings_.vocab_size; }
   [[nodiscard]] bool tied_head() const override { return settings_.tie_word_embeddings; }

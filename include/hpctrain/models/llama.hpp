@@ -112,6 +112,7 @@ class LlamaForCausalLM : public CausalLM {
   // biases zero, RMSNorm weights 1.
   void init_weights() override;
   [[nodiscard]] std::vector<TransformerLayer*> transformer_layers() override;
+  [[nodiscard]] torch::nn::EmbeddingImpl* input_embeddings() override;
   [[nodiscard]] std::vector<torch::nn::Module*> unit_modules(UnitKind kind) override;
   [[nodiscard]] int64_t vocab_size() const override { return settings_.vocab_size; }
   [[nodiscard]] bool tied_head() const override { return settings_.tie_word_embeddings; }

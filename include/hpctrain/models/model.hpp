@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
+#include <torch/nn/modules/embedding.h>
 
 #include <array>
 #include <cstdint>
@@ -152,6 +153,8 @@ class Model : public torch::nn::Module {
   // The innermost link: `runner` runs the layer itself (the plain runner when empty).
   void set_layer_runner(LayerRunner runner);
 
+  // The token embedding (transformers' get_input_embeddings), or null for a model without one (vision).
+  [[nodiscard]] virtual torch::nn::EmbeddingImpl* input_embeddings() { return nullptr; }
   // Note [Unit hooks]: the modules whose parameters the `kind` unit reads (empty: the model runs no such unit).
   [[nodiscard]] virtual std::vector<torch::nn::Module*> unit_modules(UnitKind kind) { return {}; }
   void set_unit_runner(UnitRunner runner) { unit_runner_ = std::move(runner); }

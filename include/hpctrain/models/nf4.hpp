@@ -42,6 +42,9 @@ struct Quant4Options {
   Quant4Type type = Quant4Type::nf4;
   int64_t blocksize = 64;     // elements per absmax block: a power of two from 32 to 4096 (bitsandbytes' sizes)
   bool double_quant = true;   // the absmax values 8-bit quantized in blocks of 256 (compress_statistics)
+  // Which weights quantize_frozen_base takes (not the format): also the token embedding and the LM head
+  // (--quantize-embeddings, Note [Quantized embeddings] in quantized_embedding.hpp).
+  bool embeddings = false;
 };
 [[nodiscard]] std::string to_string(Quant4Type type);  // "nf4" | "fp4"
 // "nf4" | "fp4"; Error naming `option` otherwise.
@@ -82,5 +85,10 @@ struct Quant4Weight {
 // bitsandbytes' dequantize_4bit: the weight in `dtype` (float32 or bfloat16), its shape, on its device (CPU, or
 // CUDA in a build with HPCTRAIN_WITH_CUDA).
 [[nodiscard]] at::Tensor dequantize_4bit(const Quant4Weight& weight, at::ScalarType dtype);
+// The same into `out` (CPU, contiguous, weight.numel() float32 or bfloat16 elements, any shape): a caller's buffer.
+void dequantize_4bit_out(const Quant4Weight& weight, const at::Tensor& out);
+// Rows `rows` (integer indices of any shape) of a 2-d weight [R, C], dequantized: [rows..., C] (an embedding's lookup
+// without the whole weight in full precision; on CUDA the whole weight is dequantized, then indexed).
+[[nodiscard]] at::Tensor dequantize_4bit_rows(const Quant4Weight& weight, const at::Tensor& rows, at::ScalarType dtype);
 
 }  // namespace hpctrain::models

@@ -27,12 +27,13 @@ class LoraTarget;
 
 // The layers quantize_frozen_base holds in 4-bit form: every LoRA layer whose base weight is frozen (all but the
 // modules to save), but a causal LM's head, which stays in full precision as transformers' BitsAndBytes quantizer
-// keeps the output embedding (it is a LoRA layer since the chunked loss, Note [LM head] in loss.hpp).
-[[nodiscard]] std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model);
+// keeps the output embedding (it is a LoRA layer since the chunked loss, Note [LM head] in loss.hpp); with_head
+// (--quantize-embeddings, Note [Quantized embeddings]): the head too.
+[[nodiscard]] std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model, bool with_head = false);
 
 // Every quantizable layer (call after apply_lora / load_adapter) gets its weight in 4-bit form, layer by layer (each
-// full-precision weight is freed as soon as it is quantized). Embeddings, norms and heads stay as they are. Error
-// when no layer is frozen.
+// full-precision weight is freed as soon as it is quantized). Embeddings, norms and heads stay as they are, but with
+// options.embeddings the token embedding and the LM head (Note [Quantized embeddings]). Error when no layer is frozen.
 QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options);
 // Every quantized layer's weight back in float32 (the dequantized values), e.g. before saving a merged model.
 void dequantize_base(Model& model);

@@ -10,7 +10,8 @@
 // computes x Wᵀ + b inside an autograd Function: the forward dequantizes W into the compute dtype (float32, or
 // autocast's bfloat16) for the product and lets it go; the backward dequantizes it again for the input gradient
 // grad_y W. No full-precision copy of the weight lives between forward and backward (a layer's dequantized weight
-// exists only during its own product), and the base gets no weight gradient. GPT-2's Conv1D weight [in, out] is
+// is dead once its own product returns; on the CPU it is written into one reused buffer per thread, Note
+// [Dequantization buffer] in quantized_linear.cpp), and the base gets no weight gradient. GPT-2's Conv1D weight [in, out] is
 // quantized transposed, as [out, in], as transformers' Bnb4bitQuantize does, so codes equal bitsandbytes'.
 // Merging (merge_lora) first dequantizes the weight back into a float32 parameter.
 #pragma once
@@ -18,6 +19,7 @@
 #include "hpctrain/models/nf4.hpp"
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <torch/nn/module.h>
 
 #include <cstdint>
@@ -29,6 +31,9 @@ namespace hpctrain::models {
 // (Note [Quantized base]); in the dtype autocast gives the product (bfloat16 under CPU bf16 autocast), else x's.
 // Differentiable in x; W and b are frozen (Error when b requires grad).
 [[nodiscard]] at::Tensor quantized_linear(const at::Tensor& x, const Quant4Weight& weight, const at::Tensor& bias);
+// The dtype a 4-bit weight on `device` is dequantized into for a product now: autocast's lower precision when it is
+// on for the device, else `otherwise` (quantized_linear: x's dtype; the LM head: float32).
+[[nodiscard]] at::ScalarType quant4_product_dtype(const c10::Device& device, at::ScalarType otherwise = at::kFloat);
 
 // The 4-bit tensors of one layer as buffers (codes, absmax, and nested: absmax2, offset). It moves with the model
 // to a device, but a cast of the model to another dtype leaves it as it is (its buffers are codes, not values).

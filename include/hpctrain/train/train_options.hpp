@@ -39,6 +39,7 @@ struct TrainOptions {
   // QLoRA (Note [Quantized base] in models/quantized_linear.hpp): the frozen base's linear layers in 4-bit form.
   std::string quantize_base;               // "" (full precision) | nf4 | fp4; needs lora_r > 0
   bool double_quant = true;                // the absmax values 8-bit quantized too (--no-double-quant: off)
+  bool quantize_embeddings = false;        // the token embedding and LM head too (Note [Quantized embeddings])
   int64_t quant_blocksize = 64;            // weights per absmax block (a power of two, 32..4096)
 
   // ---- Optimization ----
