@@ -11,6 +11,9 @@
 #include <limits>
 #include <set>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace hpctrain::io {
 
 struct SafetensorsFile::Mapping {
@@ -218,6 +221,23 @@ const TensorView& SafetensorsFile::tensor(const std::string& name) const {
          fmt::join(some, ", "));
   }
   return tensors_[found->second];
+}
+
+bool SafetensorsFile::drop_pages(const void* data, std::size_t bytes) const {
+  const auto* begin = static_cast<const std::byte*>(data);
+  const std::byte* mapped = mapping_ ? mapping_->file.data() : nullptr;
+  if (mapped == nullptr || begin < mapped || begin + bytes > mapped + mapping_->file.size()) return false;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = (reinterpret_cast<std::uintptr_t>(begin) + page - 1) / page * page;
+  const auto last = reinterpret_cast<std::uintptr_t>(begin + bytes) / page * page;
+  if (last > first) (void)::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // read-only: no loss
+  return true;
+}
+
+bool SafetensorsCheckpoint::drop_pages(const void* data, std::size_t bytes) const {
+  for (const SafetensorsFile& shard : shards_)
+    if (shard.drop_pages(data, bytes)) return true;
+  return false;
 }
 
 }  // namespace hpctrain::io

@@ -87,6 +87,7 @@ void materialize(Model& model, const std::vector<std::string>& names) {
         at::NoGradGuard no_grad;
         at::Tensor target = param;
         target.copy_(value->second);
+        if (loaded->release) loaded->release(value->second);
         continue;
       }
     }

@@ -9,6 +9,7 @@
 #include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "hpctrain/models/quantized_embedding.hpp"
 
 namespace hpctrain::models {
@@ -49,8 +50,18 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
   check_quant4_blocksize(options.blocksize);
   QuantizedBase out;
   out.options = options;
+  // Note [Quantized at load]
+  // `hpctrain train --quantize-base` builds the model with deferred parameters (Note [Deferred materialization]),
+  // maps the checkpoint (values copied when a parameter is materialized, src/train/model_setup.cpp's load_weights),
+  // and attaches the adapters to the deferred base. Here each frozen weight gets its memory (the mapped value, or its
+  // seeded initialization) just before it is quantized and freed, so at most one layer is ever in float32; the
+  // norms, biases and heads that stay in full precision are materialized after. model_setup holds glibc's default
+  // heap thresholds meanwhile (core::LiveTensorResidency), and load_weights drops each value's mapped file pages once
+  // read: the load's peak is about the 4-bit model plus one layer, not the float32 model (bench/README.md, "QLoRA").
+  const bool deferred = model.deferred_seed().has_value();
   for (const auto& [name, layer] : quantizable_layers(model, options.embeddings)) {
     if (layer->base_quantized()) continue;
+    if (deferred) materialize(model, {name + ".weight"});
     const int64_t numel = layer->base_weight().numel();
     layer->quantize_base(options, name);
     out.layers.push_back(name);
@@ -63,6 +74,7 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
     HPCTRAIN_CHECK(embedding != nullptr, "--quantize-embeddings: {} has no token embedding", model.spec().architecture);
     if (!embedding_quantized(*embedding)) {
       const std::string name = embedding_name(model, embedding);
+      if (deferred) materialize(model, {name + ".weight"});
       const int64_t numel = embedding->weight.numel();
       quantize_embedding(*embedding, options, name);
       out.layers.push_back(name);
@@ -73,6 +85,7 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
   }
   HPCTRAIN_CHECK(!out.layers.empty(), "--quantize-base: {} has no frozen linear layer to quantize",
                  model.spec().architecture);
+  materialize_all(model);  // the norms, position embeddings, biases, heads that stay in full precision
   // The float32 weights just freed sit in the heap (the tuned heap keeps what it frees, Note [Host allocator]), and
   // nothing of that size comes back: returned to the OS, the resident set is the 4-bit model's, not the float32 one's.
   core::release_free_heap_memory();

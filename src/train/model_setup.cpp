@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/core/sha256.hpp"
 #include "hpctrain/models/materialize.hpp"
 #include "hpctrain/models/weights.hpp"
@@ -184,10 +185,16 @@ models::LoadReport load_weights(models::Model& model, const fs::path& dir, bool 
   models::LoadPlan plan = models::plan_load_state_dict(model, mapped.tensors, dir.string());
   auto deferred = std::make_shared<models::Model::DeferredValues>();
   deferred->source = mapped.files;
+  // A value is read twice (checked here, copied when materialized): the file's pages leave the resident set after
+  // each, so that a rank that builds part by part never holds the whole file (Note [Quantized at load]).
+  deferred->release = [files = mapped.files](const at::Tensor& value) {
+    (void)files->drop_pages(value.data_ptr(), value.nbytes());
+  };
   const models::StateDict own = models::state_dict(model);
   at::NoGradGuard no_grad;
   for (auto& [key, value] : plan.values) {
     check_finite_tensor(value, key, dir.string());
+    deferred->release(value);
     at::Tensor target = own.at(key);
     if (models::is_deferred(target)) deferred->values.emplace(key, std::move(value));
     else target.copy_(value);  // buffers, and what holds memory already
@@ -262,21 +269,36 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   // once where it adds adapters.
   const int64_t shards = options.accelerator.zero_stage == 3 ? std::max(world_size, 1) : 1;
   const bool unit_by_unit = shards > 1 && options.lora_r == 0;
-  const auto optimizer_state = [&](int64_t parameters) {
-    const int64_t state = optim::optimizer_state_bytes(options.optimizer, {parameters});
-    return shards == 1 ? state : (8 * parameters + state) / shards;
-  };
-  const std::string optim_name = optim::canonical_optimizer_name(options.optimizer.optim);
-  // config.source() is the config.json file read (a preset has none: its name).
-  models::check_model_fits_host(
-      config, shards == 1 ? 2 : unit_by_unit ? 0 : 1,
-      options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source(),
-      shards == 1 ? fmt::format("training (weights, gradients, {} state)", optim_name)
-                  : fmt::format("training at --zero-stage 3 over {} ranks ({}1/{} of weights, gradients, {} state)",
-                                shards, unit_by_unit ? "" : "the whole model built once; ", shards, optim_name),
-      optimizer_state);
-  // Note [Deferred materialization]: stage 3 materializes unit by unit into the shards (FullySharded::prepare_model).
-  setup.model = models::build_seeded_model(config, options.accelerator.seed, unit_by_unit);
+  const std::optional<models::Quant4Options> quant = options.lora_r > 0 ? quant4_options_of(options) : std::nullopt;
+  const std::string described = options.model_config.rfind(kPresetPrefix, 0) == 0 ? source : config.source();
+  if (options.lora_r > 0) {
+    // LoRA: the frozen base once, no gradients or optimizer state for it (the adapters' are small); QLoRA: the base
+    // in 4-bit form (Note [Quantized at load]: never more than one layer in float32).
+    const auto four_bit = [&](int64_t parameters) { return models::quant4_bytes(parameters, *quant); };
+    models::check_model_fits_host(config, quant ? 0 : 1, described,
+                                  quant ? "QLoRA (the base in 4-bit form)" : "LoRA (the frozen base's weights)",
+                                  quant ? models::ExtraBytes(four_bit) : models::ExtraBytes());
+  } else {
+    const auto optimizer_state = [&](int64_t parameters) {
+      const int64_t state = optim::optimizer_state_bytes(options.optimizer, {parameters});
+      return shards == 1 ? state : (8 * parameters + state) / shards;
+    };
+    const std::string optim_name = optim::canonical_optimizer_name(options.optimizer.optim);
+    // config.source() is the config.json file read (a preset has none: its name).
+    models::check_model_fits_host(
+        config, shards == 1 ? 2 : unit_by_unit ? 0 : 1, described,
+        shards == 1 ? fmt::format("training (weights, gradients, {} state)", optim_name)
+                    : fmt::format("training at --zero-stage 3 over {} ranks ({}1/{} of weights, gradients, {} state)",
+                                  shards, unit_by_unit ? "" : "the whole model built once; ", shards, optim_name),
+        optimizer_state);
+  }
+  // Note [Deferred materialization]: stage 3 materializes unit by unit into the shards (FullySharded::prepare_model);
+  // QLoRA layer by layer as it quantizes (Note [Quantized at load] in src/models/qlora.cpp).
+  // What the deferred parts and the float32 layers free is returned to the OS as it is freed (Note [Host allocator]):
+  // the load's peak is then about one layer over the 4-bit model, not the float32 model the tuned heap would keep.
+  std::optional<core::LiveTensorResidency> residency;
+  if (quant) residency.emplace();
+  setup.model = models::build_seeded_model(config, options.accelerator.seed, unit_by_unit || quant.has_value());
   if (setup.model->transformer_layers().empty()) models::materialize_all(*setup.model);
   if (!options.model_dir.empty()) {
     const std::string summary = load_weights(*setup.model, options.model_dir, resized).summary();
@@ -284,7 +306,7 @@ ModelSetup build_model(const TrainOptions& options, const data::DatasetReader& d
   }
   if (auto lora = lora_config_of(options, *setup.model)) {  // after the base is loaded: adapters start from it
     setup.notes.push_back(models::apply_lora(*setup.model, *lora).summary());
-    if (const auto quant = quant4_options_of(options))  // Note [Quantized base]: the frozen layers, after the adapters
+    if (quant)  // Note [Quantized base]: the frozen layers, after the adapters
       setup.notes.push_back(models::quantize_frozen_base(*setup.model, *quant).summary());
     setup.lora = std::make_shared<LoraRun>(setup.model, std::move(*lora), options.model_dir);
   }

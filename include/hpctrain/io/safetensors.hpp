@@ -50,6 +50,10 @@ class SafetensorsFile {
   [[nodiscard]] bool contains(const std::string& name) const;
   // Error names the file and the tensor (and a few names that do exist) when absent.
   [[nodiscard]] const TensorView& tensor(const std::string& name) const;
+  // Drops this process's resident pages of [data, data + bytes) when the range lies in the file's read-only mapping
+  // (whole pages inside it; the page cache keeps them, a later read faults them back in); false, nothing done, when it
+  // does not. For loaders that read a tensor once (Note [Quantized at load]).
+  bool drop_pages(const void* data, std::size_t bytes) const;
   // Header length in bytes (the 8-byte prefix's value) and size of the data area.
   [[nodiscard]] std::uint64_t header_bytes() const { return header_bytes_; }
   [[nodiscard]] std::uint64_t data_bytes() const { return data_bytes_; }
@@ -118,6 +122,8 @@ class SafetensorsCheckpoint {
   [[nodiscard]] std::vector<std::string> names() const;
   [[nodiscard]] bool contains(const std::string& name) const;
   [[nodiscard]] const TensorView& tensor(const std::string& name) const;
+  // SafetensorsFile::drop_pages on the shard whose mapping holds the range.
+  bool drop_pages(const void* data, std::size_t bytes) const;
 
  private:
   std::filesystem::path dir_;

@@ -173,6 +173,8 @@ class Model : public torch::nn::Module {
   struct DeferredValues {
     std::map<std::string, at::Tensor> values;
     std::shared_ptr<const void> source;
+    // Called on a value once it is copied into its parameter (e.g. to drop a mapped file's pages); may be empty.
+    std::function<void(const at::Tensor&)> release;
   };
   [[nodiscard]] const std::shared_ptr<const DeferredValues>& deferred_values() const { return deferred_values_; }
   void set_deferred_values(std::shared_ptr<const DeferredValues> values) { deferred_values_ = std::move(values); }

@@ -34,6 +34,8 @@ class LoraTarget;
 // Every quantizable layer (call after apply_lora / load_adapter) gets its weight in 4-bit form, layer by layer (each
 // full-precision weight is freed as soon as it is quantized). Embeddings, norms and heads stay as they are, but with
 // options.embeddings the token embedding and the LM head (Note [Quantized embeddings]). Error when no layer is frozen.
+// A model with deferred parameters (Note [Deferred materialization]) is materialized here, each quantized weight
+// just before it is quantized and the rest after (Note [Quantized at load] in src/models/qlora.cpp).
 QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options);
 // Every quantized layer's weight back in float32 (the dequantized values), e.g. before saving a merged model.
 void dequantize_base(Model& model);
