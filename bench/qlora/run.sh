@@ -5,7 +5,8 @@
 #           MLP 2816, vocabulary 32000, untied: 346 M parameters, random weights) with and without --quantize-base nf4:
 #           the model's resident bytes (its parameters and buffers) and the step's measured peak (RSS growth over the
 #           process before the model; QLoRA's counted from the model as quantized, not from the float32 weights it was
-#           built in);
+#           built in), and again with --quantize-embeddings (the token embedding and LM head in 4 bits too); MEMORY_ARGS
+#           adds options to the three steps (e.g. "--gradient-checkpointing --precision bf16");
 #   speed:  the same model saved in bf16 by transformers; `hpctrain train --quantize-base nf4` against peer.py
 #           (transformers + peft + bitsandbytes, BitsAndBytesConfig nf4 + double quantization, compute dtype float32:
 #           the same dtype as hpctrain's), the same LoRA, AdamW (lr 1e-4, no weight decay, norm clipped at 1), batch
@@ -13,7 +14,7 @@
 #           per-step time; peer: each step timed alone); the two sides alternate, the first side rotating each round.
 # Usage: bench/qlora/run.sh [BUILD_DIR=build] [ROUNDS=3] [STEPS=3] [WARMUP=1]
 # Environment: PYTHON (torch 2.x, transformers, peft, bitsandbytes, h5py; default .venv-torch2/bin/python), CONFIG,
-# BATCH (1), LENGTH (128), PARTS ("memory speed"), RESULTS (a JSON-lines file to append the runs to).
+# BATCH (1), LENGTH (128), PARTS ("memory speed"), MEMORY_ARGS (""), RESULTS (a JSON-lines file to append the runs to).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
@@ -32,15 +33,17 @@ export OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RU
 lora=(--lora-r 16 --lora-target-modules all-linear)
 
 if [[ " ${parts[*]} " == *" memory "* ]]; then
-  for side in lora qlora; do
+  read -r -a step_args <<<"${MEMORY_ARGS:-}"
+  for side in lora qlora qlora-embeddings; do
     quantize=()
     [[ $side == qlora ]] && quantize=(--quantize-base nf4)
+    [[ $side == qlora-embeddings ]] && quantize=(--quantize-base nf4 --quantize-embeddings)
     "$hpctrain" estimate-memory --model-config "$config" "${lora[@]}" "${quantize[@]}" --batch-size "$batch" \
-      --sequence-length "$length" --threads 1 --measure --json >"$work/memory-$side.json"
-    "$python" - "$work/memory-$side.json" "$side" >>"$results" <<'PY'
+      --sequence-length "$length" --threads 1 "${step_args[@]}" --measure --json >"$work/memory-$side.json"
+    "$python" - "$work/memory-$side.json" "$side" "${MEMORY_ARGS:-}" >>"$results" <<'PY'
 import json, sys
 e = json.load(open(sys.argv[1]))
-print(json.dumps({"part": "memory", "side": sys.argv[2], "parameters": e["parameter_count"],
+print(json.dumps({"part": "memory", "side": sys.argv[2], "step_args": sys.argv[3], "parameters": e["parameter_count"],
                   "model_bytes": e["measured"]["model_bytes"], "step_peak": e["measured"]["peak_bytes"],
                   "estimate": e["bytes"]["total"]}))
 PY
