@@ -294,7 +294,9 @@ void LoraTarget::merge_lora() {
 at::Tensor LoraTarget::with_lora(const at::Tensor& base_output, const at::Tensor& x, bool training) const {
   if (!has_lora()) return base_output;
   const at::Tensor dropped = detail::seeded_dropout(x, lora_.dropout, training);
-  return base_output + at::linear(at::linear(dropped, lora_.lora_A->weight), lora_.lora_B->weight) * lora_.scaling;
+  // The scaling goes into B ([out, r]), not onto the product ([tokens, out]): one pass over the layer's output fewer
+  // in the forward and in the backward, as the LM head's factors already do (lora_factors).
+  return base_output + at::linear(at::linear(dropped, lora_.lora_A->weight), lora_.lora_B->weight * lora_.scaling);
 }
 
 LoraTarget::LowRank LoraTarget::lora_factors(const at::Tensor& x, bool training) const {
