@@ -122,7 +122,8 @@ class LoraTarget {
   [[nodiscard]] virtual int64_t stored_out_features() const = 0;
   // x Wᵀ + b with the 4-bit base (Note [Quantized base]); requires base_quantized().
   [[nodiscard]] at::Tensor quantized_base_output(const at::Tensor& x, const at::Tensor& bias) const;
-  // base_output + lora_B(lora_A(dropout(x))) * scaling; base_output itself without an adapter.
+  // base_output + lora_A(dropout(x)) (scaling · lora_B)ᵀ: peft's lora_B(lora_A(dropout(x))) * scaling with the
+  // scaling on B; base_output itself without an adapter.
   [[nodiscard]] at::Tensor with_lora(const at::Tensor& base_output, const at::Tensor& x, bool training) const;
 
  private:
