@@ -4,7 +4,8 @@
 // Note [Quantized base]
 // QLoRA (--quantize-base, Note [LoRA] in lora.hpp): the frozen base weight of every LoRA layer that does not train
 // (every LoraTarget but the modules to save; embeddings, norms and the output head are plain modules and stay as
-// they are) is replaced, after the adapters are attached, by its bitsandbytes 4-bit form: the layer's `weight`
+// they are, unless --quantize-embeddings: Note [Quantized embeddings]) is replaced, after the adapters are attached
+// (as it is loaded: Note [Quantized at load]), by its bitsandbytes 4-bit form: the layer's `weight`
 // parameter keeps its name with no elements, and a submodule `base_4bit` (Quant4State) holds the codes and
 // absmax as buffers, so they move with the model to its device and are broadcast with it. quantized_linear
 // computes x Wᵀ + b inside an autograd Function: the forward dequantizes W into the compute dtype (float32, or
