@@ -15,6 +15,7 @@
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/core/log.hpp"
 #include "hpctrain/core/memory_info.hpp"
+#include "hpctrain/models/adapter_base.hpp"
 #include "hpctrain/models/generation.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/qlora.hpp"
@@ -137,10 +138,21 @@ std::shared_ptr<models::CausalLM> load_model(const std::string& dir, const std::
                                              const std::optional<models::Quant4Options>& quantize) {
   HPCTRAIN_CHECK(!quantize || !adapter.empty(), "--quantize-base {} needs --adapter DIR: QLoRA generates with a LoRA "
                  "adapter over the 4-bit base", models::to_string(quantize->type));
-  if (quantize) models::check_not_prequantized(io::HfConfig::load(dir));
-  auto loaded = models::causal_lm_from_pretrained(dir);
-  if (!adapter.empty()) (void)models::load_adapter(*loaded.model, adapter);  // Note [LoRA]
-  if (quantize) log::info("{}", models::quantize_frozen_base(*loaded.model, *quantize).summary());  // Note [Quantized base]
+  models::Loaded<models::CausalLM> loaded;
+  if (quantize) {  // Note [Quantized at load]: quantized as it is read, after the adapter is attached
+    const io::HfConfig config = io::HfConfig::load(dir);
+    models::check_not_prequantized(config);
+    std::string quantized;
+    models::Loaded<models::Model> any = models::load_quantized_with_adapter(dir, adapter, config, *quantize, &quantized);
+    loaded.model = std::dynamic_pointer_cast<models::CausalLM>(any.model);
+    HPCTRAIN_CHECK(loaded.model != nullptr, "'{}': {} is not a causal LM: generate needs one", dir,
+                   any.model->spec().architecture);
+    loaded.report = std::move(any.report);
+    log::info("{}", quantized);
+  } else {
+    loaded = models::causal_lm_from_pretrained(dir);
+    if (!adapter.empty()) (void)models::load_adapter(*loaded.model, adapter);  // Note [LoRA]
+  }
   if (!loaded.report.newly_initialized.empty())
     log::warning("{}: the LM head is not in the checkpoint; the generated tokens are random\n{}", dir,
                  loaded.report.summary());

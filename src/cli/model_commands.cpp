@@ -150,16 +150,18 @@ Loaded load_model_and_data(const ModelDataOptions& options, dist::Comm& comm) {
                                                         : models::adapter_base_config(options.model, options.adapter, reader.label_names());
     train::check_model_fits_dataset(config, options.model, reader, {options.split}, /*check_labels=*/true);
     // Note [LoRA]: PeftModel.from_pretrained(base, adapter), the base's head sized for the adapter's (Note [Adapter labels])
+    // Note [Quantized at load]: a 4-bit base is quantized as it is read, after the adapter is attached.
+    const auto quant = quant4_options(options);
+    if (quant) models::check_not_prequantized(config);
+    std::string quantized;
     auto pretrained = options.adapter.empty() ? models::load_pretrained(options.model)
-                                              : models::load_pretrained_with_adapter(options.model, options.adapter, config);
+                      : quant ? models::load_quantized_with_adapter(options.model, options.adapter, config, *quant, &quantized)
+                              : models::load_pretrained_with_adapter(options.model, options.adapter, config);
     if (!pretrained.report.newly_initialized.empty())
       log::warning("{}: the head ({}) is not in the checkpoint; its predictions are random\n{}", options.model,
                    fmt::join(pretrained.report.newly_initialized, ", "), pretrained.report.summary());
     train::check_finite_weights(*pretrained.model, options.model);
-    if (const auto quant = quant4_options(options)) {  // Note [Quantized base]: after the adapter is attached
-      models::check_not_prequantized(config);
-      log::info("{}", models::quantize_frozen_base(*pretrained.model, *quant).summary());
-    }
+    if (quant) log::info("{}", quantized);
     loaded.model = pretrained.model;
     loaded.model->to(loaded.device);
   });

@@ -2,8 +2,12 @@
 #include "hpctrain/models/adapter_base.hpp"
 
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/core/host_allocator.hpp"
 #include "hpctrain/io/json_text.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/materialize.hpp"
+#include "hpctrain/models/pretrained.hpp"
+#include "hpctrain/models/qlora.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 #include "hpctrain/models/weights.hpp"
@@ -73,6 +77,19 @@ io::HfConfig adapter_base_config(const fs::path& base_dir, const fs::path& adapt
   return config;
 }
 
+namespace {
+
+// The report's newly initialized tensors less those the adapter filled in (trainable after load_adapter).
+void drop_filled_by_adapter(Loaded<Model>& out) {
+  const StateDict filled = adapter_state_dict(*out.model);
+  auto& fresh = out.report.newly_initialized;
+  fresh.erase(std::remove_if(fresh.begin(), fresh.end(),
+                             [&](const std::string& name) { return filled.count("base_model.model." + name) > 0; }),
+              fresh.end());
+}
+
+}  // namespace
+
 Loaded<Model> load_pretrained_with_adapter(const fs::path& base_dir, const fs::path& adapter_dir, const io::HfConfig& config) {
   Loaded<Model> out;
   out.model = build_model(config);
@@ -80,11 +97,21 @@ Loaded<Model> load_pretrained_with_adapter(const fs::path& base_dir, const fs::p
   drop_resized_head(*out.model, weights);
   out.report = load_state_dict(*out.model, weights, base_dir.string());
   (void)load_adapter(*out.model, adapter_dir);
-  const StateDict filled = adapter_state_dict(*out.model);  // trainable after load_adapter: the adapter's tensors
-  auto& fresh = out.report.newly_initialized;
-  fresh.erase(std::remove_if(fresh.begin(), fresh.end(),
-                             [&](const std::string& name) { return filled.count("base_model.model." + name) > 0; }),
-              fresh.end());
+  drop_filled_by_adapter(out);
+  return out;
+}
+
+Loaded<Model> load_quantized_with_adapter(const fs::path& base_dir, const fs::path& adapter_dir,
+                                          const io::HfConfig& config, const Quant4Options& quant, std::string* summary) {
+  const core::LiveTensorResidency residency;  // freed float32 layers leave the resident set (Note [Host allocator])
+  Loaded<Model> out;
+  out.model = build_seeded_model(config, /*seed=*/0, /*keep_deferred=*/true);
+  out.report = defer_pretrained_weights(*out.model, base_dir, /*drop_resized=*/true);
+  (void)attach_adapter(*out.model, adapter_dir);
+  const QuantizedBase quantized = quantize_frozen_base(*out.model, quant);  // materializes the whole model
+  if (summary != nullptr) *summary = quantized.summary();
+  load_adapter_weights(*out.model, adapter_dir);
+  drop_filled_by_adapter(out);
   return out;
 }
 

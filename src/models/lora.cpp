@@ -409,14 +409,23 @@ LoraConfig read_adapter_config(const fs::path& dir) {
   return LoraConfig::from_peft_json(io::parse_json_text(text, file.string()), file.string());
 }
 
-LoraConfig load_adapter(Model& model, const fs::path& dir) {
+LoraConfig attach_adapter(Model& model, const fs::path& dir) {
   LoraConfig config = read_adapter_config(dir);
   const std::string task = lora_task_type(model);
   HPCTRAIN_CHECK(config.task_type.empty() || config.task_type == task, "'{}': task_type {} but {} is a {} model", dir.string(),
                  config.task_type, model.spec().architecture, task);
   (void)apply_lora(model, config);
+  return config;
+}
+
+void load_adapter_weights(Model& model, const fs::path& dir) {
   const TensorMap tensors = load_tensor_file(dir / kAdapterWeightsName);
   load_adapter_state_dict(model, StateDict(tensors.begin(), tensors.end()), (dir / kAdapterWeightsName).string());
+}
+
+LoraConfig load_adapter(Model& model, const fs::path& dir) {
+  LoraConfig config = attach_adapter(model, dir);
+  load_adapter_weights(model, dir);
   return config;
 }
 

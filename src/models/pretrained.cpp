@@ -5,6 +5,7 @@
 #include "hpctrain/core/memory_info.hpp"
 #include "hpctrain/io/atomic_write.hpp"
 #include "hpctrain/io/safetensors.hpp"
+#include "hpctrain/models/materialize.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 
@@ -64,6 +65,33 @@ MappedWeights map_weights(const fs::path& dir) {
                                       : to_tensor(*view));
   }
   return out;
+}
+
+LoadReport defer_pretrained_weights(Model& model, const fs::path& dir, bool drop_resized,
+                                    const std::function<void(const at::Tensor&, const std::string&)>& check) {
+  HPCTRAIN_CHECK(model.deferred_seed().has_value(), "defer_pretrained_weights: {} was not built with deferred "
+                 "parameters", model.name());
+  MappedWeights mapped = map_weights(dir);
+  if (drop_resized) drop_resized_head(model, mapped.tensors);
+  LoadPlan plan = plan_load_state_dict(model, mapped.tensors, dir.string());
+  auto deferred = std::make_shared<Model::DeferredValues>();
+  deferred->source = mapped.files;
+  // A value is read twice (checked here, copied when materialized): the file's pages leave the resident set after
+  // each, so that a rank that builds part by part never holds the whole file (Note [Quantized at load]).
+  deferred->release = [files = mapped.files](const at::Tensor& value) {
+    (void)files->drop_pages(value.data_ptr(), value.nbytes());
+  };
+  const StateDict own = state_dict(model);
+  at::NoGradGuard no_grad;
+  for (auto& [key, value] : plan.values) {
+    if (check) check(value, key);
+    deferred->release(value);
+    at::Tensor target = own.at(key);
+    if (is_deferred(target)) deferred->values.emplace(key, std::move(value));
+    else target.copy_(value);  // buffers, and what holds memory already
+  }
+  model.set_deferred_values(std::move(deferred));
+  return std::move(plan.report);
 }
 
 Pretrained from_pretrained(const fs::path& dir) {

@@ -180,27 +180,9 @@ models::LoadReport load_weights(models::Model& model, const fs::path& dir, bool 
     check_finite_weights(model, dir.string());
     return report;
   }
-  models::MappedWeights mapped = models::map_weights(dir);
-  if (resized) models::drop_resized_head(model, mapped.tensors);
-  models::LoadPlan plan = models::plan_load_state_dict(model, mapped.tensors, dir.string());
-  auto deferred = std::make_shared<models::Model::DeferredValues>();
-  deferred->source = mapped.files;
-  // A value is read twice (checked here, copied when materialized): the file's pages leave the resident set after
-  // each, so that a rank that builds part by part never holds the whole file (Note [Quantized at load]).
-  deferred->release = [files = mapped.files](const at::Tensor& value) {
-    (void)files->drop_pages(value.data_ptr(), value.nbytes());
-  };
-  const models::StateDict own = models::state_dict(model);
-  at::NoGradGuard no_grad;
-  for (auto& [key, value] : plan.values) {
+  return models::defer_pretrained_weights(model, dir, resized, [&](const at::Tensor& value, const std::string& key) {
     check_finite_tensor(value, key, dir.string());
-    deferred->release(value);
-    at::Tensor target = own.at(key);
-    if (models::is_deferred(target)) deferred->values.emplace(key, std::move(value));
-    else target.copy_(value);  // buffers, and what holds memory already
-  }
-  model.set_deferred_values(std::move(deferred));
-  return std::move(plan.report);
+  });
 }
 
 }  // namespace

@@ -139,6 +139,19 @@ print(f"peak RSS: LoRA {lora / 2**20:.1f} MiB, QLoRA {qlora / 2**20:.1f} MiB; th
 sys.exit(0 if lora > 0 and qlora > 0 and lora - qlora > 0.6 * float32 else 1)
 PYEOF
 
+# generate quantizes at load too (models::load_quantized_with_adapter): the QLoRA adapter just trained on the 82 MB base
+# generates 4 greedy tokens over the 4-bit base, which the log reports.
+gen_q=(generate --model "$WORK/load-base/final" --adapter "$WORK/load-qlora/final" --quantize-base nf4 --tokenizer "$BPE"
+  --prompt "The cat" --max-new-tokens 4 --threads 1)
+"$HPCTRAIN" "${gen_q[@]}" --json >"$WORK/gen-q.json" 2>"$WORK/gen-q.err"
+"$HPCTRAIN" "${gen_q[@]}" >"$WORK/gen-q.log" 2>&1  # without --json the load's notes are logged
+"$PY" - "$WORK/gen-q.json" "$WORK/gen-q.log" <<'PYEOF' && ok "generate --quantize-base nf4 --adapter: 4 new tokens over the 4-bit base" || { bad "generate over a 4-bit base"; tail -n 5 "$WORK/gen-q.log"; }
+import json, sys
+out, log = json.load(open(sys.argv[1])), open(sys.argv[2]).read()
+print("new ids", out["new_ids"])
+sys.exit(0 if len(out["new_ids"]) == 4 and "--quantize-base nf4 --double-quant: 42 frozen layers" in log else 1)
+PYEOF
+
 # Refusals name the option or the field.
 refused() {  # refused NAME EXPECTED-TEXT ARGS...: exits non-zero and prints the text
   local name=$1 text=$2; shift 2

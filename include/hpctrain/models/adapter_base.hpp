@@ -15,6 +15,7 @@
 #pragma once
 
 #include "hpctrain/io/hf_config.hpp"
+#include "hpctrain/models/nf4.hpp"
 #include "hpctrain/models/pretrained.hpp"
 
 #include <nlohmann/json.hpp>
@@ -41,5 +42,13 @@ constexpr const char* kAdapterBaseName = "lora_base.json";
 // (load_adapter). The report's newly initialized tensors are those the adapter did not fill in.
 [[nodiscard]] Loaded<Model> load_pretrained_with_adapter(const std::filesystem::path& base_dir,
                                                          const std::filesystem::path& adapter_dir, const io::HfConfig& config);
+
+// The same with the base held in 4-bit form (QLoRA, Note [Quantized at load]): the model built with deferred
+// parameters, the base's weights mapped, the adapter attached, each frozen weight quantized as it is read (never the
+// whole base in float32), then the adapter's tensors loaded. `summary` (optional) gets quantize_frozen_base's.
+[[nodiscard]] Loaded<Model> load_quantized_with_adapter(const std::filesystem::path& base_dir,
+                                                        const std::filesystem::path& adapter_dir,
+                                                        const io::HfConfig& config, const Quant4Options& quant,
+                                                        std::string* summary = nullptr);
 
 }  // namespace hpctrain::models

@@ -184,5 +184,9 @@ void write_adapter_files(const Model& model, const LoraConfig& config, const std
 [[nodiscard]] LoraConfig read_adapter_config(const std::filesystem::path& dir);
 // PeftModel.from_pretrained: reads `dir`'s config, applies it to `model` and loads its tensors.
 LoraConfig load_adapter(Model& model, const std::filesystem::path& dir);
+// load_adapter in two parts: the adapter's layers attached (its config read and checked against the model)...
+LoraConfig attach_adapter(Model& model, const std::filesystem::path& dir);
+// ...and its tensors copied in (the adapters and the modules to save), e.g. once a 4-bit base is quantized.
+void load_adapter_weights(Model& model, const std::filesystem::path& dir);
 
 }  // namespace hpctrain::models

@@ -8,6 +8,7 @@
 #include "hpctrain/models/weights.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -47,6 +48,14 @@ struct MappedWeights {
   StateDict tensors;
 };
 [[nodiscard]] MappedWeights map_weights(const std::filesystem::path& dir);
+
+// The folder's weights as the deferred values of `model`, built with deferred parameters (Note [Deferred
+// materialization]): mapped, not read now; each value is copied when its parameter is materialized, and its file
+// pages are dropped once read (Note [Quantized at load]). Buffers and parameters that hold memory already are copied
+// now. `check` sees every value first (e.g. a finite check naming the tensor); drop_resized: a classification head of
+// another size is left out (drop_resized_head). Errors as load_state_dict's.
+LoadReport defer_pretrained_weights(Model& model, const std::filesystem::path& dir, bool drop_resized,
+                                    const std::function<void(const at::Tensor&, const std::string&)>& check = {});
 
 // Writes `dir` as transformers' save_pretrained: config.json (model.config() with "architectures" and
 // "torch_dtype" set, written by io::HfConfig::save: labels, unknown keys kept), the weights
