@@ -52,22 +52,25 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
   out.options = options;
   // Note [Quantized at load]
   // `hpctrain train --quantize-base` builds the model with deferred parameters (Note [Deferred materialization]),
-  // maps the checkpoint (values copied when a parameter is materialized, src/train/model_setup.cpp's load_weights),
-  // and attaches the adapters to the deferred base. Here each frozen weight gets its memory (the mapped value, or its
+  // maps the checkpoint (values copied when a parameter is materialized, models::defer_pretrained_weights), and
+  // attaches the adapters to the deferred base (eval, predict and generate: models::load_quantized_with_adapter). Here each frozen weight gets its memory (the mapped value, or its
   // seeded initialization) just before it is quantized and freed, so at most one layer is ever in float32; the
-  // norms, biases and heads that stay in full precision are materialized after. model_setup holds glibc's default
-  // heap thresholds meanwhile (core::LiveTensorResidency), and load_weights drops each value's mapped file pages once
-  // read: the load's peak is about the 4-bit model plus one layer, not the float32 model (bench/README.md, "QLoRA").
+  // norms, biases and heads that stay in full precision are materialized after. The callers hold glibc's default
+  // heap thresholds meanwhile (core::LiveTensorResidency), and defer_pretrained_weights drops each value's mapped
+  // file pages once read: the load's peak is about the 4-bit model plus one layer, not the float32 model (bench/README.md, "QLoRA").
   const bool deferred = model.deferred_seed().has_value();
+  const auto record = [&](const std::string& name, int64_t numel, const Quant4Weight& quantized) {
+    out.layers.push_back(name);
+    out.weights += numel;
+    out.bytes += quantized.bytes();
+    out.float32_bytes += 4 * numel;
+  };
   for (const auto& [name, layer] : quantizable_layers(model, options.embeddings)) {
     if (layer->base_quantized()) continue;
     if (deferred) materialize(model, {name + ".weight"});
     const int64_t numel = layer->base_weight().numel();
     layer->quantize_base(options, name);
-    out.layers.push_back(name);
-    out.weights += numel;
-    out.bytes += layer->quantized_base().bytes();
-    out.float32_bytes += 4 * numel;
+    record(name, numel, layer->quantized_base());
   }
   if (options.embeddings) {  // Note [Quantized embeddings]
     torch::nn::EmbeddingImpl* embedding = model.input_embeddings();
@@ -77,10 +80,7 @@ QuantizedBase quantize_frozen_base(Model& model, const Quant4Options& options) {
       if (deferred) materialize(model, {name + ".weight"});
       const int64_t numel = embedding->weight.numel();
       quantize_embedding(*embedding, options, name);
-      out.layers.push_back(name);
-      out.weights += numel;
-      out.bytes += embedding_4bit(*embedding).bytes();
-      out.float32_bytes += 4 * numel;
+      record(name, numel, embedding_4bit(*embedding));
     }
   }
   HPCTRAIN_CHECK(!out.layers.empty(), "--quantize-base: {} has no frozen linear layer to quantize",
