@@ -220,19 +220,12 @@ void LoraTarget::quantize_base(const Quant4Options& options, const std::string& 
   HPCTRAIN_CHECK(!weight.requires_grad(), "--quantize-base: '{}' trains (a module to save): only frozen weights are "
                  "quantized", name);
   // transformers' Bnb4bitQuantize quantizes a Conv1D weight transposed, [out, in] (Note [Quantized base])
-  const at::Tensor out_in = fan_in_fan_out() ? weight.t() : weight;
-  const Quant4Weight quantized = quantize_4bit(out_in.to(at::kCPU), options, name + ".weight");
-  quantized_ = as_module().register_module("base_4bit", std::make_shared<Quant4StateImpl>(quantized));
-  quantized_->to(weight.device());
-  weight.set_data(at::empty({0}, weight.options()));  // the full-precision weight is freed
+  quantized_ = hold_4bit(as_module(), weight, fan_in_fan_out() ? weight.t() : weight, options, name);
 }
 
 void LoraTarget::dequantize_base() {
   if (!quantized_) return;
-  const at::Tensor out_in = dequantize_4bit(quantized_->weight(), at::kFloat);
-  at::Tensor& weight = base_weight();
-  weight.set_data((fan_in_fan_out() ? out_in.t().contiguous() : out_in).to(weight.device(), weight.scalar_type()));
-  as_module().unregister_module("base_4bit");
+  restore_from_4bit(as_module(), base_weight(), quantized_->weight(), fan_in_fan_out());
   quantized_ = nullptr;
 }
 

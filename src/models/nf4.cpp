@@ -9,7 +9,7 @@
 
 #include "hpctrain/core/dynamic_map.hpp"
 #include "hpctrain/core/error.hpp"
-#include "models/nf4_kernel.hpp"
+#include "models/nf4_cpu.hpp"
 
 #if HPCTRAIN_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
@@ -247,19 +247,27 @@ Quant4Weight quantize_4bit(const at::Tensor& weight, const Quant4Options& option
   return w;
 }
 
+namespace {
+
+// values[b] for blocks b in [first, last) of a nested CPU weight: its absmax dequantized, offset added.
+void nested_absmax_cpu(const Quant4Weight& w, int64_t first, int64_t last, float* values) {
+  static const std::array<float, 256> map = core::dynamic_map(true);
+  const std::uint8_t* codes = w.absmax.data_ptr<std::uint8_t>();
+  const float* absmax2 = w.absmax2.data_ptr<float>();
+  const float offset = w.offset.item<float>();
+  for (int64_t b = first; b < last; ++b) values[b] = detail::nested_absmax(map.data(), codes, absmax2, offset, b);
+}
+
+}  // namespace
+
 at::Tensor block_absmax(const Quant4Weight& w) {
   check_cpu_or_cuda(w);
 #if HPCTRAIN_WITH_CUDA
   if (w.codes.is_cuda()) return block_absmax_cuda(w);
 #endif
   if (!w.nested()) return w.absmax;
-  static const std::array<float, 256> map = core::dynamic_map(true);
   at::Tensor out = at::empty({w.blocks()}, w.absmax2.options());
-  const std::uint8_t* codes = w.absmax.data_ptr<std::uint8_t>();
-  const float* absmax2 = w.absmax2.data_ptr<float>();
-  const float offset = w.offset.item<float>();
-  float* values = out.data_ptr<float>();
-  for (int64_t b = 0; b < w.blocks(); ++b) values[b] = detail::nested_absmax(map.data(), codes, absmax2, offset, b);
+  nested_absmax_cpu(w, 0, w.blocks(), out.data_ptr<float>());
   return out;
 }
 
@@ -270,8 +278,9 @@ void check_dequantized_dtype(at::ScalarType dtype) {
                  c10::toString(dtype));
 }
 
-// The CPU loop's arguments; `absmax` (block_absmax's float32 values) must outlive them.
-detail::Quant4CpuArgs cpu_args(const Quant4Weight& w, const at::Tensor& absmax, at::ScalarType dtype) {
+}  // namespace
+
+detail::Quant4CpuArgs detail::quant4_cpu_args(const Quant4Weight& w, const at::Tensor& absmax, at::ScalarType dtype) {
   detail::Quant4CpuArgs a;
   a.codes = w.codes.data_ptr<std::uint8_t>();
   a.absmax = absmax.data_ptr<float>();
@@ -280,8 +289,6 @@ detail::Quant4CpuArgs cpu_args(const Quant4Weight& w, const at::Tensor& absmax, 
   a.bf16 = dtype == at::kBFloat16;
   return a;
 }
-
-}  // namespace
 
 at::Tensor dequantize_4bit(const Quant4Weight& w, at::ScalarType dtype) {
   check_cpu_or_cuda(w);
@@ -302,7 +309,7 @@ void dequantize_4bit_out(const Quant4Weight& w, const at::Tensor& out) {
   HPCTRAIN_CHECK(out.is_contiguous() && out.numel() == w.numel(), "dequantize_4bit_out: expected a contiguous output of "
                  "{} elements, got {}", w.numel(), c10::str(out.sizes()));
   const at::Tensor absmax = block_absmax(w).contiguous();
-  const detail::Quant4CpuArgs args = cpu_args(w, absmax, out.scalar_type());
+  const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, out.scalar_type());
   const int64_t element_bytes = static_cast<int64_t>(out.element_size());
   auto* bytes = static_cast<char*>(out.data_ptr());
   const int64_t grain = 32 * std::max<int64_t>(1, 32768 / 32);
@@ -325,8 +332,15 @@ at::Tensor dequantize_4bit_rows(const Quant4Weight& w, const at::Tensor& rows, a
   const int64_t* ids = index.data_ptr<int64_t>();
   for (int64_t k = 0; k < index.numel(); ++k)
     HPCTRAIN_CHECK(ids[k] >= 0 && ids[k] < count, "dequantize_4bit_rows: row {} is outside [0, {})", ids[k], count);
-  const at::Tensor absmax = block_absmax(w).contiguous();
-  const detail::Quant4CpuArgs args = cpu_args(w, absmax, dtype);
+  // The absmax of the looked-up rows' blocks only (a nested embedding's whole absmax is a pass over all its blocks).
+  at::Tensor absmax = w.absmax.contiguous();
+  if (w.nested() && width > 0) {
+    absmax = at::empty({w.blocks()}, w.absmax2.options());
+    for (int64_t k = 0; k < index.numel(); ++k)
+      nested_absmax_cpu(w, ids[k] * width / w.options.blocksize,
+                        ((ids[k] + 1) * width - 1) / w.options.blocksize + 1, absmax.data_ptr<float>());
+  }
+  const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, dtype);
   at::Tensor out = at::empty({index.numel(), width}, at::TensorOptions().dtype(dtype));
   const int64_t row_bytes = width * static_cast<int64_t>(out.element_size());
   auto* bytes = static_cast<char*>(out.data_ptr());

@@ -61,6 +61,24 @@ void quant4_dequantize_range(const Quant4CpuArgs& a, int64_t first, int64_t last
 // Whether quant4_dequantize_range's vector path runs on this CPU.
 [[nodiscard]] bool quant4_vectorized_available();
 
+// The float32 products of a 4-bit weight W [out_features, in_features] on the CPU without W in full precision
+// (nf4_matmul_cpu.cpp, Note [Fused 4-bit product]); AVX-512 only: the caller checks quant4_fused_available(). `w`
+// must not be bf16. Row-major arrays throughout.
+[[nodiscard]] bool quant4_fused_available();
+// The forward's tokens per pass: quant4_pack_tokens takes at most this many.
+[[nodiscard]] int64_t quant4_fused_tokens();
+// x [tokens, in_features] transposed into xt [in_features, stride], the columns from `tokens` on zeroed; stride is
+// `tokens` rounded up to a multiple of 32.
+void quant4_pack_tokens(const float* x, int64_t tokens, int64_t in_features, float* xt, int64_t stride);
+// y[t, n] = sum_k x[t, k] W[n, k] for n in [row_first, row_last), t < tokens (y's row stride ldy), from
+// quant4_pack_tokens' xt.
+void quant4_matmul_xwt(const Quant4CpuArgs& w, int64_t in_features, const float* xt, int64_t stride, int64_t tokens,
+                       float* y, int64_t ldy, int64_t row_first, int64_t row_last);
+// dx[t, k] = sum_n dy[t, n] W[n, k] for k in [col_first, col_last), t < tokens (dy [tokens, out_features],
+// dx [tokens, in_features]).
+void quant4_matmul_xw(const Quant4CpuArgs& w, int64_t out_features, int64_t in_features, const float* dy,
+                      int64_t tokens, float* dx, int64_t col_first, int64_t col_last);
+
 // The device arrays of one dequantization (nf4_cuda.cu): out[i] for i < numel, in float32 or bfloat16 bits.
 struct Quant4CudaArgs {
   const unsigned char* codes = nullptr;

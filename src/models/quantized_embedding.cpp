@@ -9,11 +9,9 @@
 namespace hpctrain::models {
 namespace {
 
-constexpr const char* kQuantized = "base_4bit";  // the submodule's name, as in a quantized linear layer
-
 std::shared_ptr<Quant4StateImpl> state_of(const torch::nn::EmbeddingImpl& embedding) {
   for (const auto& child : const_cast<torch::nn::EmbeddingImpl&>(embedding).named_children())  // a read, not a change
-    if (child.key() == kQuantized) return std::dynamic_pointer_cast<Quant4StateImpl>(child.value());
+    if (child.key() == kQuant4Submodule) return std::dynamic_pointer_cast<Quant4StateImpl>(child.value());
   return nullptr;
 }
 
@@ -38,18 +36,12 @@ void quantize_embedding(torch::nn::EmbeddingImpl& embedding, const Quant4Options
   at::Tensor& weight = embedding.weight;
   HPCTRAIN_CHECK(!weight.requires_grad(), "--quantize-embeddings: '{}' trains: only frozen embeddings are quantized",
                  name);
-  const Quant4Weight quantized = quantize_4bit(weight.to(at::kCPU), options, name + ".weight");
-  auto state = embedding.register_module(kQuantized, std::make_shared<Quant4StateImpl>(quantized));
-  state->to(weight.device());
-  weight.set_data(at::empty({0}, weight.options()));  // the full-precision weight is freed
+  (void)hold_4bit(embedding, weight, weight, options, name);
 }
 
 void dequantize_embedding(torch::nn::EmbeddingImpl& embedding) {
   const auto state = state_of(embedding);
-  if (state == nullptr) return;
-  at::Tensor& weight = embedding.weight;
-  weight.set_data(dequantize_4bit(state->weight(), at::kFloat).to(weight.device(), weight.scalar_type()));
-  embedding.unregister_module(kQuantized);
+  if (state != nullptr) restore_from_4bit(embedding, embedding.weight, state->weight(), false);
 }
 
 }  // namespace hpctrain::models

@@ -3,12 +3,15 @@
 #include "hpctrain/models/quantized_linear.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
 #include <array>
 
 #include "hpctrain/compat/autocast_state.hpp"
 #include "hpctrain/core/error.hpp"
+#include "models/nf4_cpu.hpp"
 
 namespace hpctrain::models {
 namespace {
@@ -17,7 +20,8 @@ using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
 // Note [Dequantization buffer]
-// On the CPU every quantized layer dequantizes its weight into one buffer per thread and dtype, grown to the largest
+// Where the product is not fused (Note [Fused 4-bit product] in nf4_matmul_cpu.cpp: bfloat16 products, or a CPU
+// without AVX-512), on the CPU every quantized layer dequantizes its weight into one buffer per thread and dtype, grown to the largest
 // weight and then reused, rather than into a fresh tensor per product: the weight is dead once its product returns
 // (the autograd Function saves only the 4-bit tensors), and a fresh weight-sized allocation per layer, freed between
 // activations that stay alive, fragments the heap (with the tuned thresholds of Note [Host allocator] the resident set
@@ -37,6 +41,49 @@ at::Tensor dequantized(const Quant4Weight& w, at::ScalarType dtype) {
   at::Tensor weight = buffer.narrow(0, 0, n).view(w.shape);
   dequantize_4bit_out(w, weight);
   return weight;
+}
+
+// x W^T in float32 (Note [Fused 4-bit product]): x [..., in] -> [..., out], `tokens_per_pass` rows of x transposed
+// at a time, the weight's rows shared out among the threads.
+at::Tensor fused_linear(const at::Tensor& x, const Quant4Weight& w) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const at::Tensor rows = x.to(at::kFloat).reshape({-1, in}).contiguous();
+  const int64_t tokens = rows.size(0);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = out;
+  at::Tensor y = at::empty({tokens, out}, rows.options());
+  if (tokens == 0 || in == 0) return y.zero_().view(shape);
+  const at::Tensor absmax = block_absmax(w).contiguous();
+  const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, at::kFloat);
+  const int64_t pass = detail::quant4_fused_tokens();
+  at::Tensor packed = at::empty({in * ((std::min(pass, tokens) + 31) / 32 * 32)}, rows.options());
+  for (int64_t t0 = 0; t0 < tokens; t0 += pass) {
+    const int64_t count = std::min(pass, tokens - t0), stride = (count + 31) / 32 * 32;
+    detail::quant4_pack_tokens(rows.data_ptr<float>() + t0 * in, count, in, packed.data_ptr<float>(), stride);
+    at::parallel_for(0, out, 96, [&](int64_t first, int64_t last) {
+      detail::quant4_matmul_xwt(args, in, packed.data_ptr<float>(), stride, count, y.data_ptr<float>() + t0 * out, out,
+                                first, last);
+    });
+  }
+  return y.view(shape);
+}
+
+// dy W in float32 (Note [Fused 4-bit product]): dy [..., out] -> [..., in], the weight's columns shared out among
+// the threads.
+at::Tensor fused_input_grad(const at::Tensor& grad, const Quant4Weight& w) {
+  const int64_t out = w.shape[0], in = w.shape[1];
+  const at::Tensor dy = grad.to(at::kFloat).reshape({-1, out}).contiguous();
+  const int64_t tokens = dy.size(0);
+  std::vector<int64_t> shape = grad.sizes().vec();
+  shape.back() = in;
+  if (tokens == 0 || out == 0) return at::zeros(shape, dy.options());
+  at::Tensor dx = at::empty({tokens, in}, dy.options());
+  const at::Tensor absmax = block_absmax(w).contiguous();
+  const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, at::kFloat);
+  at::parallel_for(0, in, 128, [&](int64_t first, int64_t last) {
+    detail::quant4_matmul_xw(args, out, in, dy.data_ptr<float>(), tokens, dx.data_ptr<float>(), first, last);
+  });
+  return dx.view(shape);
 }
 
 // The 4-bit tensors travel through the autograd context as saved data (they need no version tracking: frozen).
@@ -69,14 +116,20 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor* bias, const Quant4Weight* weight,
                             at::ScalarType dtype) {
     save_weight(ctx, *weight, dtype);
+    if (quant4_product_fused(x.device(), dtype)) {
+      at::Tensor y = fused_linear(x, *weight);
+      return bias->defined() ? y.add_(*bias) : y;
+    }
     return at::linear(x, dequantized(*weight, dtype), *bias);  // the dequantized weight is dead after this line
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const at::Tensor& grad = grad_outputs[0];
     const at::ScalarType dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
-    const at::Tensor w = dequantized(saved_weight(ctx), dtype);
-    return {at::matmul(grad.to(dtype), w), at::Tensor(), at::Tensor(), at::Tensor()};
+    const Quant4Weight weight = saved_weight(ctx);
+    if (quant4_product_fused(grad.device(), dtype))
+      return {fused_input_grad(grad, weight), at::Tensor(), at::Tensor(), at::Tensor()};
+    return {at::matmul(grad.to(dtype), dequantized(weight, dtype)), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -95,6 +148,10 @@ at::ScalarType quant4_product_dtype(const c10::Device& device, at::ScalarType ot
   if (device.is_cpu() && autocast.cpu_enabled) return autocast.cpu_dtype;
   if (device.is_cuda() && autocast.cuda_enabled) return autocast.cuda_dtype;
   return otherwise;
+}
+
+bool quant4_product_fused(const c10::Device& device, at::ScalarType dtype) {
+  return device.is_cpu() && dtype == at::kFloat && detail::quant4_fused_available();
 }
 
 Quant4StateImpl::Quant4StateImpl(const Quant4Weight& weight) : shape_(weight.shape), options_(weight.options) {
@@ -116,5 +173,20 @@ Quant4Weight Quant4StateImpl::weight() const {
 void Quant4StateImpl::to(torch::Device device, torch::Dtype /*dtype*/, bool non_blocking) { to(device, non_blocking); }
 void Quant4StateImpl::to(torch::Dtype /*dtype*/, bool /*non_blocking*/) {}
 void Quant4StateImpl::to(torch::Device device, bool non_blocking) { torch::nn::Module::to(device, non_blocking); }
+
+std::shared_ptr<Quant4StateImpl> hold_4bit(torch::nn::Module& owner, at::Tensor& weight, const at::Tensor& out_in,
+                                           const Quant4Options& options, const std::string& name) {
+  const Quant4Weight quantized = quantize_4bit(out_in.to(at::kCPU), options, name + ".weight");
+  auto state = owner.register_module(kQuant4Submodule, std::make_shared<Quant4StateImpl>(quantized));
+  state->to(weight.device());
+  weight.set_data(at::empty({0}, weight.options()));  // the full-precision weight is freed
+  return state;
+}
+
+void restore_from_4bit(torch::nn::Module& owner, at::Tensor& weight, const Quant4Weight& quantized, bool transposed) {
+  const at::Tensor out_in = dequantize_4bit(quantized, at::kFloat);
+  weight.set_data((transposed ? out_in.t().contiguous() : out_in).to(weight.device(), weight.scalar_type()));
+  owner.unregister_module(kQuant4Submodule);
+}
 
 }  // namespace hpctrain::models

@@ -8,6 +8,7 @@
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/model_flops.hpp"
 #include "hpctrain/models/qlora.hpp"
+#include "hpctrain/models/quantized_linear.hpp"
 #include "hpctrain/models/registry.hpp"
 #include "lora_setup.hpp"
 
@@ -24,8 +25,10 @@ namespace hpctrain::train::detail {
 // a bf16 QLoRA step with gradient checkpointing on a 350 M Llama was 2.6x its measured peak). With --quantize-base (QLoRA, Note [Quantized base]) the frozen linear layers' weights
 // count at their 4-bit bytes (models::quant4_bytes: codes, absmax, nested absmax) instead of 4 per weight, plus the
 // largest of them dequantized in the activations' dtype: the one weight that exists in full precision at a time,
-// during its layer's product. With --quantize-embeddings the token embedding and the LM head count in 4 bits too, and
-// the head, dequantized whole for the loss, is then the largest.
+// during its layer's product; none where the products run fused (float32 on an AVX-512 CPU, Note [Fused 4-bit
+// product]: their working set, under 1 MiB per thread plus x transposed for up to 256 tokens, is not counted). With
+// --quantize-embeddings the token embedding and the LM head count in 4 bits too, and the head, dequantized whole for
+// the loss, is then the largest.
 std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEstimateOptions& options) {
   if (options.lora_r == 0) return std::nullopt;
   HPCTRAIN_CHECK(options.lora_r > 0, "--lora-r {}: expected > 0 (0 = full fine-tuning)", options.lora_r);
@@ -41,11 +44,17 @@ std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEs
   out.adapter_parameters = static_cast<int64_t>(models::weight_gradients(*model).outside_base);
   if (!options.quantize) return out;
   const bool embeddings = options.quantize->embeddings;  // Note [Quantized embeddings]: also the head, dequantized whole
+  // A float32 product on this CPU never holds its weight whole (Note [Fused 4-bit product]); the head always does.
+  const at::ScalarType dtype = options.precision == "bf16" ? at::kBFloat16 : at::kFloat;
+  const bool fused = models::quant4_product_fused(c10::Device(c10::kCPU), dtype);
+  out.fused_products = fused;
+  const std::vector<torch::nn::Module*> head = model->unit_modules(models::UnitKind::head);
   for (const auto& [name, layer] : models::quantizable_layers(*model, embeddings)) {  // those quantize_frozen_base quantizes
     const int64_t numel = layer->base_weight().numel();
     out.quantized_parameters += numel;
     out.quantized_bytes += models::quant4_bytes(numel, *options.quantize);
-    out.largest_quantized = std::max(out.largest_quantized, numel);
+    const bool whole = !fused || std::find(head.begin(), head.end(), dynamic_cast<torch::nn::Module*>(layer)) != head.end();
+    if (whole) out.largest_quantized = std::max(out.largest_quantized, numel);
   }
   if (torch::nn::EmbeddingImpl* embedding = embeddings ? model->input_embeddings() : nullptr) {
     const int64_t numel = embedding->weight.numel();  // looked up row by row; a head tied to it is dequantized whole

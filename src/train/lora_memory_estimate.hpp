@@ -14,7 +14,8 @@ struct LoraShapes {
   // With options.quantize (Note [Quantized base]): the frozen linear layers' weights held in 4-bit form.
   int64_t quantized_parameters = 0;  // their elements
   int64_t quantized_bytes = 0;       // their 4-bit bytes
-  int64_t largest_quantized = 0;     // elements of the largest one
+  int64_t largest_quantized = 0;     // elements of the largest one dequantized whole for its product (0: none is)
+  bool fused_products = false;       // the linear layers' products run fused (models::quant4_product_fused)
 };
 
 // The tensors that train with adapters of rank options.lora_r on options.lora_target_modules, found as `hpctrain

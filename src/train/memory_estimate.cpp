@@ -126,6 +126,7 @@ MemoryEstimate estimate_memory(const io::HfConfig& config, const ParameterShapes
     e.quantized_parameter_count = lora->quantized_parameters;
     e.parameters += lora->quantized_bytes - 4 * lora->quantized_parameters;
     e.dequantized_weight = lora->largest_quantized * detail::activation_bytes(options.precision);
+    e.fused_4bit_products = lora->fused_products;
   }
   e.reducer_buckets = options.gradients_are_bucket_views ? 0 : e.gradients;
   e.zero_stage = options.zero_stage, e.world_size = options.world_size;
@@ -169,6 +170,7 @@ nlohmann::json to_json(const MemoryEstimate& e) {
   if (!e.quantize_base.empty()) {
     out["quantize_base"] = e.quantize_base, out["quantized_parameter_count"] = e.quantized_parameter_count;
     out["bytes"]["dequantized_weight"] = e.dequantized_weight;
+    out["fused_4bit_products"] = e.fused_4bit_products;
   }
   return out;
 }
@@ -192,8 +194,9 @@ std::string format_table(const MemoryEstimate& e) {
                                                : "optimizer state, gradients and parameters sharded");
   const bool sharded = e.zero_stage > 0 && e.world_size > 1;
   if (!e.quantize_base.empty())
-    out += fmt::format("  --quantize-base {}: {} frozen weights in 4-bit form, counted in parameters at their bytes\n",
-                       e.quantize_base, e.quantized_parameter_count);
+    out += fmt::format("  --quantize-base {}: {} frozen weights in 4-bit form, counted in parameters at their bytes; "
+                       "products {}\n", e.quantize_base, e.quantized_parameter_count,
+                       e.fused_4bit_products ? "fused (no layer's weight dequantized whole)" : "over each weight dequantized");
   row(sharded && e.zero_stage == 3 ? "parameters (shards, gathered)" : "parameters", e.parameters);
   row(sharded && e.zero_stage >= 2 ? "gradients (rank's slices)" : "gradients", e.gradients);
   row(!sharded ? "reducer buckets (extra)" : e.zero_stage == 1 ? "reduced slices (extra)" : "buckets in flight (extra)",

@@ -10,7 +10,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/nf4.hpp"
-#include "models/nf4_kernel.hpp"
+#include "models/nf4_cpu.hpp"
 #include "hpctrain/models/tensor_io.hpp"
 
 using namespace hpctrain;
@@ -100,10 +100,8 @@ BOOST_AUTO_TEST_CASE(vector_and_scalar_dequantization_agree) {
     const Quant4Weight w = quantize_4bit(at::randn({37, 96}), Quant4Options{Quant4Type::nf4, blocksize, true});
     const at::Tensor absmax = block_absmax(w).contiguous();
     for (const bool bf16 : {false, true}) {
-      models::detail::Quant4CpuArgs args;
-      args.codes = w.codes.data_ptr<std::uint8_t>(), args.absmax = absmax.data_ptr<float>();
-      args.values16 = quant4_values(w.options.type).data(), args.blocksize = blocksize, args.bf16 = bf16;
       const at::ScalarType dtype = bf16 ? at::kBFloat16 : at::kFloat;
+      const models::detail::Quant4CpuArgs args = models::detail::quant4_cpu_args(w, absmax, dtype);
       for (const auto& [first, last] : std::vector<std::pair<int64_t, int64_t>>{{0, w.numel()}, {0, 31}, {1, 97},
                                                                                 {31, 3000}, {64, 96}, {3, w.numel()}}) {
         at::Tensor vector = at::full({last - first}, 7, dtype), scalar = at::full({last - first}, 7, dtype);

@@ -96,9 +96,13 @@ ok = qlora["peak_bytes"] < 0.8 * lora["peak_bytes"] and qlora["model_bytes"] < 0
 c, estimate = json.load(open(sys.argv[3])), json.load(open(sys.argv[2]))
 h, i, kv = c["hidden_size"], c["intermediate_size"], c["hidden_size"] * c["num_key_value_heads"] // c["num_attention_heads"]
 layers = c["num_hidden_layers"] * (2 * h * h + 2 * h * kv + 3 * h * i)
+# The largest layer's weight dequantized whole for its product, unless the products are fused (Note [Fused 4-bit
+# product]: float32 on an AVX-512 CPU).
 print("estimate's 4-bit weights", estimate["quantized_parameter_count"], "the layers'", layers,
-      "dequantized weight bytes", estimate["bytes"]["dequantized_weight"], "largest layer weight bytes", 4 * h * i)
-ok = ok and estimate["quantized_parameter_count"] == layers and estimate["bytes"]["dequantized_weight"] == 4 * h * i
+      "dequantized weight bytes", estimate["bytes"]["dequantized_weight"], "largest layer weight bytes", 4 * h * i,
+      "fused products", estimate["fused_4bit_products"])
+dequantized = 0 if estimate["fused_4bit_products"] else 4 * h * i
+ok = ok and estimate["quantized_parameter_count"] == layers and estimate["bytes"]["dequantized_weight"] == dequantized
 # --quantize-embeddings (Note [Quantized embeddings]): embed_tokens and lm_head in 4 bits too, the head the largest.
 emb = json.load(open(sys.argv[4]))
 vocabulary = 2 * c["vocab_size"] * h

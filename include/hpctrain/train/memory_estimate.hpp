@@ -73,7 +73,9 @@ struct MemoryEstimate {
   int64_t lora_r = 0;
   std::string quantize_base;                 // "nf4" | "fp4" | "" (full precision)
   int64_t quantized_parameter_count = 0;     // weights held in 4-bit form (counted in parameters at their bytes)
-  int64_t dequantized_weight = 0;            // bytes: the largest 4-bit layer's weight dequantized for its product
+  int64_t dequantized_weight = 0;            // bytes: the largest 4-bit weight dequantized whole for its product
+  bool fused_4bit_products = false;          // the linear layers' products never hold their weight whole
+                                             // (Note [Fused 4-bit product]: float32 on an AVX-512 CPU)
   // Bytes. Under ZeRO (stage > 0, world_size > 1): gradients are the full buckets (stage 1) or this rank's
   // reduced slices (stage 2); reducer_buckets the reduced slices (stage 1) or the buckets in flight during
   // backward (stage 2); optimizer_state the largest rank's share.

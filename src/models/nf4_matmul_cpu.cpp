@@ -1,0 +1,177 @@
+// The CPU's float32 products with a 4-bit weight that never hold the weight in full precision (nf4_kernel.hpp,
+// Note [Fused 4-bit product]): an AVX-512 register tile fed by slices of the weight dequantized into the cache.
+#include "models/nf4_kernel.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HPCTRAIN_QUANT4_FUSED 1
+#else
+#define HPCTRAIN_QUANT4_FUSED 0
+#endif
+
+namespace hpctrain::models::detail {
+
+// Note [Fused 4-bit product]
+// A frozen 4-bit layer's two products, y = x W^T (forward) and dx = dy W (backward), run on the CPU in float32 as a
+// blocked GEMM whose weight panels are dequantized straight into the cache, a slice at a time, instead of
+// dequantizing the whole weight into memory and handing it to BLAS (which copies it again into its packed panels):
+// on a QLoRA step at 128 tokens those two passes over the weight cost about a quarter of the products' time (perf:
+// 11 % of the step in OpenBLAS' packing of the weight, 6 % in the dequantization). Each weight element is
+// dequantized once per product by quant4_dequantize_range (the same bits as dequantize_4bit); only the order of the
+// float32 sums differs from at::linear over the dequantized weight (unit.models compares them). The register tile
+// is kTileRows x 32 float32 accumulators (24 of the 32 vector registers): per step of the reduction it loads two
+// vectors of the "column" operand and broadcasts kTileRows scalars of the "row" operand.
+//  - backward: rows are tokens (dy's rows, read in place), columns are the weight's input features: a panel of
+//    kDepth weight rows x kPanel columns is dequantized once and swept by every token.
+//  - forward: rows are the weight's output features (a strip of kStrip weight rows, dequantized kDepth columns at a
+//    time), columns are tokens: x is first transposed into [in][tokens] (up to kTokens tokens a pass), and each
+//    strip's y^T is transposed into y.
+// bfloat16 products, CUDA, and CPUs without AVX-512 keep dequantize-then-multiply (quantized_linear.cpp).
+namespace {
+
+constexpr int64_t kTileRows = 12;  // broadcast rows of the register tile
+constexpr int64_t kTileCols = 32;  // its columns: two vectors of 16 float32
+constexpr int64_t kDepth = 256;    // reduction elements per dequantized slice
+constexpr int64_t kStrip = 96;     // forward: weight rows (output features) per strip
+constexpr int64_t kPanel = 128;    // backward: weight columns (input features) per panel
+constexpr int64_t kTokensPerPass = 256;  // forward: tokens transposed per pass
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in 16 x 16 blocks.
+void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd) {
+  constexpr int64_t block = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += block)
+    for (int64_t c0 = 0; c0 < cols; c0 += block) {
+      const int64_t r1 = std::min(rows, r0 + block), c1 = std::min(cols, c0 + block);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+    }
+}
+
+// Rows [row, row + count) of the weight, columns [col, col + width), dequantized into out (row stride ldo).
+void dequantize_slice(const Quant4CpuArgs& w, int64_t in_features, int64_t row, int64_t count, int64_t col,
+                      int64_t width, float* out, int64_t ldo) {
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t first = (row + r) * in_features + col;
+    quant4_dequantize_range(w, first, first + width, out + r * ldo);
+  }
+}
+
+#if HPCTRAIN_QUANT4_FUSED
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's false alarm on _mm512_undefined_* in the intrinsics
+
+// C[r][0, 32) (+)= sum_p A[r * lda + p] * B[p * ldb + (0, 32)] for r < Rows; the lanes outside (m0, m1) are neither
+// read from B and C nor written to C.
+template <int Rows>
+__attribute__((target("avx512f"))) void tile(int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                             float* c, int64_t ldc, bool accumulate, __mmask16 m0, __mmask16 m1) {
+  // The accumulators must stay in registers: the loops over Rows are unrolled whole (GCC does not at -O2).
+  __m512 lo[Rows], hi[Rows];
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r) {
+    lo[r] = accumulate ? _mm512_maskz_loadu_ps(m0, c + r * ldc) : _mm512_setzero_ps();
+    hi[r] = accumulate ? _mm512_maskz_loadu_ps(m1, c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t p = 0; p < depth; ++p) {
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, b + p * ldb), b1 = _mm512_maskz_loadu_ps(m1, b + p * ldb + 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 s = _mm512_set1_ps(a[r * lda + p]);
+      lo[r] = _mm512_fmadd_ps(s, b0, lo[r]);
+      hi[r] = _mm512_fmadd_ps(s, b1, hi[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < Rows; ++r) {
+    _mm512_mask_storeu_ps(c + r * ldc, m0, lo[r]);
+    _mm512_mask_storeu_ps(c + r * ldc + 16, m1, hi[r]);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+// tile<rows> for rows in [1, kTileRows], over `width` (1 to 32) columns.
+void tile_any(int64_t rows, int64_t width, int64_t depth, const float* a, int64_t lda, const float* b, int64_t ldb,
+              float* c, int64_t ldc, bool accumulate) {
+  const auto mask = [](int64_t lanes) {
+    return static_cast<__mmask16>(lanes >= 16 ? 0xFFFFu : lanes <= 0 ? 0u : (1u << lanes) - 1u);
+  };
+  const __mmask16 m0 = mask(width), m1 = mask(width - 16);
+  switch (rows) {
+#define HPCTRAIN_TILE_CASE(n) \
+  case n: tile<n>(depth, a, lda, b, ldb, c, ldc, accumulate, m0, m1); break;
+    HPCTRAIN_TILE_CASE(1) HPCTRAIN_TILE_CASE(2) HPCTRAIN_TILE_CASE(3) HPCTRAIN_TILE_CASE(4)
+    HPCTRAIN_TILE_CASE(5) HPCTRAIN_TILE_CASE(6) HPCTRAIN_TILE_CASE(7) HPCTRAIN_TILE_CASE(8)
+    HPCTRAIN_TILE_CASE(9) HPCTRAIN_TILE_CASE(10) HPCTRAIN_TILE_CASE(11) HPCTRAIN_TILE_CASE(12)
+#undef HPCTRAIN_TILE_CASE
+    default: break;
+  }
+}
+static_assert(kTileRows == 12, "tile_any instantiates tile<1..12>");
+
+bool cpu_has_avx512() {
+  static const bool yes = __builtin_cpu_supports("avx512f");
+  return yes;
+}
+#else
+void tile_any(int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool) {}
+#endif
+
+}  // namespace
+
+bool quant4_fused_available() {
+#if HPCTRAIN_QUANT4_FUSED
+  return cpu_has_avx512();
+#else
+  return false;
+#endif
+}
+
+int64_t quant4_fused_tokens() { return kTokensPerPass; }
+
+void quant4_pack_tokens(const float* x, int64_t tokens, int64_t in_features, float* xt, int64_t stride) {
+  transpose(x, tokens, in_features, in_features, xt, stride);
+  for (int64_t k = 0; k < in_features; ++k) std::fill(xt + k * stride + tokens, xt + (k + 1) * stride, 0.0F);
+}
+
+void quant4_matmul_xwt(const Quant4CpuArgs& w, int64_t in_features, const float* xt, int64_t stride, int64_t tokens,
+                       float* y, int64_t ldy, int64_t row_first, int64_t row_last) {
+  thread_local std::vector<float> slice, yt;
+  slice.resize(kStrip * kDepth);
+  yt.resize(kStrip * stride);
+  for (int64_t n0 = row_first; n0 < row_last; n0 += kStrip) {
+    const int64_t rows = std::min(kStrip, row_last - n0);
+    for (int64_t k0 = 0; k0 < in_features; k0 += kDepth) {
+      const int64_t depth = std::min(kDepth, in_features - k0);
+      dequantize_slice(w, in_features, n0, rows, k0, depth, slice.data(), depth);
+      for (int64_t r0 = 0; r0 < rows; r0 += kTileRows)
+        for (int64_t t0 = 0; t0 < stride; t0 += kTileCols)
+          tile_any(std::min(kTileRows, rows - r0), kTileCols, depth, slice.data() + r0 * depth, depth,
+                   xt + k0 * stride + t0, stride, yt.data() + r0 * stride + t0, stride, k0 > 0);
+    }
+    transpose(yt.data(), rows, tokens, stride, y + n0, ldy);
+  }
+}
+
+void quant4_matmul_xw(const Quant4CpuArgs& w, int64_t out_features, int64_t in_features, const float* dy,
+                      int64_t tokens, float* dx, int64_t col_first, int64_t col_last) {
+  thread_local std::vector<float> panel;
+  panel.resize(kDepth * kPanel);
+  for (int64_t k0 = col_first; k0 < col_last; k0 += kPanel) {
+    const int64_t width = std::min(kPanel, col_last - k0);
+    for (int64_t n0 = 0; n0 < out_features; n0 += kDepth) {
+      const int64_t depth = std::min(kDepth, out_features - n0);
+      dequantize_slice(w, in_features, n0, depth, k0, width, panel.data(), kPanel);
+      for (int64_t t0 = 0; t0 < tokens; t0 += kTileRows)
+        for (int64_t c0 = 0; c0 < width; c0 += kTileCols)
+          tile_any(std::min(kTileRows, tokens - t0), std::min(kTileCols, width - c0), depth,
+                   dy + t0 * out_features + n0, out_features, panel.data() + c0, kPanel,
+                   dx + t0 * in_features + k0 + c0, in_features, n0 > 0);
+    }
+  }
+}
+
+}  // namespace hpctrain::models::detail
