@@ -39,17 +39,6 @@ constexpr int64_t kStrip = 96;     // forward: weight rows (output features) per
 constexpr int64_t kPanel = 128;    // backward: weight columns (input features) per panel
 constexpr int64_t kTokensPerPass = 256;  // forward: tokens transposed per pass
 
-// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in 16 x 16 blocks.
-void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd) {
-  constexpr int64_t block = 16;
-  for (int64_t r0 = 0; r0 < rows; r0 += block)
-    for (int64_t c0 = 0; c0 < cols; c0 += block) {
-      const int64_t r1 = std::min(rows, r0 + block), c1 = std::min(cols, c0 + block);
-      for (int64_t c = c0; c < c1; ++c)
-        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
-    }
-}
-
 // Rows [row, row + count) of the weight, columns [col, col + width), dequantized into out (row stride ldo).
 void dequantize_slice(const Quant4CpuArgs& w, int64_t in_features, int64_t row, int64_t count, int64_t col,
                       int64_t width, float* out, int64_t ldo) {
@@ -61,7 +50,8 @@ void dequantize_slice(const Quant4CpuArgs& w, int64_t in_features, int64_t row, 
 
 #if HPCTRAIN_QUANT4_FUSED
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's false alarm on _mm512_undefined_* in the intrinsics
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's false alarms on _mm512_undefined_* in the intrinsics
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 // C[r][0, 32) (+)= sum_p A[r * lda + p] * B[p * ldb + (0, 32)] for r < Rows; the lanes outside (m0, m1) are neither
 // read from B and C nor written to C.
@@ -91,6 +81,38 @@ __attribute__((target("avx512f"))) void tile(int64_t depth, const float* a, int6
   }
 }
 
+// dst[c * ldd + r] = src[r * lds + c] for r, c < 16: four rounds of shuffles over sixteen registers.
+__attribute__((target("avx512f"))) void transpose16(const float* src, int64_t lds, float* dst, int64_t ldd) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * lds);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {  // pairs of rows interleaved
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 16; i += 4) {  // then pairs of pairs
+    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // 128-bit lanes, twice
+    const int h = i < 4 ? i : i + 4;
+    t[h] = _mm512_shuffle_f32x4(r[h], r[h + 4], 0x88);
+    t[h + 4] = _mm512_shuffle_f32x4(r[h], r[h + 4], 0xDD);
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
+}
+
 #pragma GCC diagnostic pop
 
 // tile<rows> for rows in [1, kTileRows], over `width` (1 to 32) columns.
@@ -118,7 +140,23 @@ bool cpu_has_avx512() {
 }
 #else
 void tile_any(int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float*, int64_t, bool) {}
+void transpose16(const float*, int64_t, float*, int64_t) {}
 #endif
+
+// dst[c * ldd + r] = src[r * lds + c] for r < rows, c < cols, in 16 x 16 blocks (whole ones through registers).
+void transpose(const float* src, int64_t rows, int64_t cols, int64_t lds, float* dst, int64_t ldd) {
+  constexpr int64_t block = 16;
+  for (int64_t r0 = 0; r0 < rows; r0 += block)
+    for (int64_t c0 = 0; c0 < cols; c0 += block) {
+      const int64_t r1 = std::min(rows, r0 + block), c1 = std::min(cols, c0 + block);
+      if (r1 - r0 == block && c1 - c0 == block) {
+        transpose16(src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd);
+        continue;
+      }
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) dst[c * ldd + r] = src[r * lds + c];
+    }
+}
 
 }  // namespace
 
