@@ -249,14 +249,21 @@ Quant4Weight quantize_4bit(const at::Tensor& weight, const Quant4Options& option
 
 namespace {
 
-// values[b] for blocks b in [first, last) of a nested CPU weight: its absmax dequantized, offset added.
-void nested_absmax_cpu(const Quant4Weight& w, int64_t first, int64_t last, float* values) {
-  static const std::array<float, 256> map = core::dynamic_map(true);
-  const std::uint8_t* codes = w.absmax.data_ptr<std::uint8_t>();
-  const float* absmax2 = w.absmax2.data_ptr<float>();
-  const float offset = w.offset.item<float>();
-  for (int64_t b = first; b < last; ++b) values[b] = detail::nested_absmax(map.data(), codes, absmax2, offset, b);
-}
+// A nested CPU weight's absmax, dequantized (offset added) into values[b] for the blocks b asked for.
+class NestedAbsmaxCpu {
+ public:
+  explicit NestedAbsmaxCpu(const Quant4Weight& w)
+      : codes_(w.absmax.data_ptr<std::uint8_t>()), absmax2_(w.absmax2.data_ptr<float>()), offset_(w.offset.item<float>()) {}
+  void fill(int64_t first, int64_t last, float* values) const {
+    static const std::array<float, 256> map = core::dynamic_map(true);
+    for (int64_t b = first; b < last; ++b) values[b] = detail::nested_absmax(map.data(), codes_, absmax2_, offset_, b);
+  }
+
+ private:
+  const std::uint8_t* codes_;
+  const float* absmax2_;
+  float offset_;
+};
 
 }  // namespace
 
@@ -267,7 +274,7 @@ at::Tensor block_absmax(const Quant4Weight& w) {
 #endif
   if (!w.nested()) return w.absmax;
   at::Tensor out = at::empty({w.blocks()}, w.absmax2.options());
-  nested_absmax_cpu(w, 0, w.blocks(), out.data_ptr<float>());
+  NestedAbsmaxCpu(w).fill(0, w.blocks(), out.data_ptr<float>());
   return out;
 }
 
@@ -336,9 +343,10 @@ at::Tensor dequantize_4bit_rows(const Quant4Weight& w, const at::Tensor& rows, a
   at::Tensor absmax = w.absmax.contiguous();
   if (w.nested() && width > 0) {
     absmax = at::empty({w.blocks()}, w.absmax2.options());
+    const NestedAbsmaxCpu nested(w);
     for (int64_t k = 0; k < index.numel(); ++k)
-      nested_absmax_cpu(w, ids[k] * width / w.options.blocksize,
-                        ((ids[k] + 1) * width - 1) / w.options.blocksize + 1, absmax.data_ptr<float>());
+      nested.fill(ids[k] * width / w.options.blocksize, ((ids[k] + 1) * width - 1) / w.options.blocksize + 1,
+                  absmax.data_ptr<float>());
   }
   const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, dtype);
   at::Tensor out = at::empty({index.numel(), width}, at::TensorOptions().dtype(dtype));

@@ -34,13 +34,18 @@ std::string QuantizedBase::summary() const {
                      options.blocksize);
 }
 
+bool is_causal_lm_head(Model& model, const LoraTarget& layer) {
+  if (dynamic_cast<CausalLM*>(&model) == nullptr) return false;
+  const std::vector<torch::nn::Module*> head = model.unit_modules(UnitKind::head);
+  const auto* module = dynamic_cast<const torch::nn::Module*>(&layer);
+  return std::find(head.begin(), head.end(), module) != head.end();
+}
+
 std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model, bool with_head) {
-  std::vector<torch::nn::Module*> head;  // a causal LM's head: lm_head, or the embeddings it is tied to
-  if (!with_head && dynamic_cast<CausalLM*>(&model) != nullptr) head = model.unit_modules(UnitKind::head);
   std::vector<std::pair<std::string, LoraTarget*>> out;
   for (const auto& [name, layer] : lora_target_layers(model)) {
     if (layer->base_weight().requires_grad()) continue;  // a module to save trains
-    if (std::find(head.begin(), head.end(), dynamic_cast<torch::nn::Module*>(layer)) != head.end()) continue;
+    if (!with_head && is_causal_lm_head(model, *layer)) continue;
     out.emplace_back(name, layer);
   }
   return out;

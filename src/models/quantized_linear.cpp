@@ -43,47 +43,54 @@ at::Tensor dequantized(const Quant4Weight& w, at::ScalarType dtype) {
   return weight;
 }
 
-// x W^T in float32 (Note [Fused 4-bit product]): x [..., in] -> [..., out], `tokens_per_pass` rows of x transposed
-// at a time, the weight's rows shared out among the threads.
+// What both fused products (Note [Fused 4-bit product]) start from: the operand as float32 rows [N, width], the
+// shape of the result ([..., result_width]), and the weight's CPU arguments with the absmax they point into.
+struct FusedOperands {
+  at::Tensor rows;
+  std::vector<int64_t> result_shape;
+  at::Tensor absmax;
+  detail::Quant4CpuArgs args;
+
+  FusedOperands(const at::Tensor& t, int64_t width, int64_t result_width, const Quant4Weight& w)
+      : rows(t.to(at::kFloat).reshape({-1, width}).contiguous()), result_shape(t.sizes().vec()),
+        absmax(block_absmax(w).contiguous()), args(detail::quant4_cpu_args(w, absmax, at::kFloat)) {
+    result_shape.back() = result_width;
+  }
+  [[nodiscard]] int64_t tokens() const { return rows.size(0); }
+};
+
+// x W^T in float32: x [..., in] -> [..., out], up to quant4_fused_tokens() rows of x transposed at a time, the
+// weight's rows shared out among the threads.
 at::Tensor fused_linear(const at::Tensor& x, const Quant4Weight& w) {
   const int64_t out = w.shape[0], in = w.shape[1];
-  const at::Tensor rows = x.to(at::kFloat).reshape({-1, in}).contiguous();
-  const int64_t tokens = rows.size(0);
-  std::vector<int64_t> shape = x.sizes().vec();
-  shape.back() = out;
-  at::Tensor y = at::empty({tokens, out}, rows.options());
-  if (tokens == 0 || in == 0) return y.zero_().view(shape);
-  const at::Tensor absmax = block_absmax(w).contiguous();
-  const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, at::kFloat);
+  const FusedOperands op(x, in, out, w);
+  const int64_t tokens = op.tokens();
+  at::Tensor y = at::empty({tokens, out}, op.rows.options());
+  if (tokens == 0 || in == 0) return y.zero_().view(op.result_shape);
   const int64_t pass = detail::quant4_fused_tokens();
-  at::Tensor packed = at::empty({in * ((std::min(pass, tokens) + 31) / 32 * 32)}, rows.options());
+  at::Tensor packed = at::empty({in * ((std::min(pass, tokens) + 31) / 32 * 32)}, op.rows.options());
   for (int64_t t0 = 0; t0 < tokens; t0 += pass) {
     const int64_t count = std::min(pass, tokens - t0), stride = (count + 31) / 32 * 32;
-    detail::quant4_pack_tokens(rows.data_ptr<float>() + t0 * in, count, in, packed.data_ptr<float>(), stride);
+    detail::quant4_pack_tokens(op.rows.data_ptr<float>() + t0 * in, count, in, packed.data_ptr<float>(), stride);
     at::parallel_for(0, out, 96, [&](int64_t first, int64_t last) {
-      detail::quant4_matmul_xwt(args, in, packed.data_ptr<float>(), stride, count, y.data_ptr<float>() + t0 * out, out,
-                                first, last);
+      detail::quant4_matmul_xwt(op.args, in, packed.data_ptr<float>(), stride, count, y.data_ptr<float>() + t0 * out,
+                                out, first, last);
     });
   }
-  return y.view(shape);
+  return y.view(op.result_shape);
 }
 
-// dy W in float32 (Note [Fused 4-bit product]): dy [..., out] -> [..., in], the weight's columns shared out among
-// the threads.
+// dy W in float32: dy [..., out] -> [..., in], the weight's columns shared out among the threads.
 at::Tensor fused_input_grad(const at::Tensor& grad, const Quant4Weight& w) {
   const int64_t out = w.shape[0], in = w.shape[1];
-  const at::Tensor dy = grad.to(at::kFloat).reshape({-1, out}).contiguous();
-  const int64_t tokens = dy.size(0);
-  std::vector<int64_t> shape = grad.sizes().vec();
-  shape.back() = in;
-  if (tokens == 0 || out == 0) return at::zeros(shape, dy.options());
-  at::Tensor dx = at::empty({tokens, in}, dy.options());
-  const at::Tensor absmax = block_absmax(w).contiguous();
-  const detail::Quant4CpuArgs args = detail::quant4_cpu_args(w, absmax, at::kFloat);
+  const FusedOperands op(grad, out, in, w);
+  if (op.tokens() == 0 || out == 0) return at::zeros(op.result_shape, op.rows.options());
+  at::Tensor dx = at::empty({op.tokens(), in}, op.rows.options());
   at::parallel_for(0, in, 128, [&](int64_t first, int64_t last) {
-    detail::quant4_matmul_xw(args, out, in, dy.data_ptr<float>(), tokens, dx.data_ptr<float>(), first, last);
+    detail::quant4_matmul_xw(op.args, out, in, op.rows.data_ptr<float>(), op.tokens(), dx.data_ptr<float>(), first,
+                             last);
   });
-  return dx.view(shape);
+  return dx.view(op.result_shape);
 }
 
 // The 4-bit tensors travel through the autograd context as saved data (they need no version tracking: frozen).

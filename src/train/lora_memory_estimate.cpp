@@ -48,13 +48,11 @@ std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEs
   const at::ScalarType dtype = options.precision == "bf16" ? at::kBFloat16 : at::kFloat;
   const bool fused = models::quant4_product_fused(c10::Device(c10::kCPU), dtype);
   out.fused_products = fused;
-  const std::vector<torch::nn::Module*> head = model->unit_modules(models::UnitKind::head);
   for (const auto& [name, layer] : models::quantizable_layers(*model, embeddings)) {  // those quantize_frozen_base quantizes
     const int64_t numel = layer->base_weight().numel();
     out.quantized_parameters += numel;
     out.quantized_bytes += models::quant4_bytes(numel, *options.quantize);
-    const bool whole = !fused || std::find(head.begin(), head.end(), dynamic_cast<torch::nn::Module*>(layer)) != head.end();
-    if (whole) out.largest_quantized = std::max(out.largest_quantized, numel);
+    if (!fused || models::is_causal_lm_head(*model, *layer)) out.largest_quantized = std::max(out.largest_quantized, numel);
   }
   if (torch::nn::EmbeddingImpl* embedding = embeddings ? model->input_embeddings() : nullptr) {
     const int64_t numel = embedding->weight.numel();  // looked up row by row; a head tied to it is dequantized whole
