@@ -122,15 +122,21 @@ void check_cached_inputs(const at::Tensor& input_ids, const KvCache& cache, size
 LmHead lm_head(const LoraLinear& lm_head, const torch::nn::Embedding& embedding, bool training) {
   LmHead head;
   head.training = training;
+  // A 4-bit head (Note [Quantized embeddings]) stays in 4 bits where its products run fused, else is dequantized
+  // whole into the products' dtype.
+  const auto hold = [&](const Quant4Weight& quantized) {
+    const c10::Device device = quantized.codes.device();
+    const at::ScalarType dtype = quant4_product_dtype(device);
+    if (quant4_product_fused(device, dtype)) head.quantized = quantized;
+    else head.weight = dequantize_4bit(quantized, dtype);
+  };
   if (lm_head.is_empty()) {  // Note [Tied head]
-    head.weight = embedding_quantized(*embedding)  // Note [Quantized embeddings]
-                      ? dequantize_4bit(embedding_4bit(*embedding), quant4_product_dtype(embedding->weight.device()))
-                      : embedding->weight;
+    if (embedding_quantized(*embedding)) hold(embedding_4bit(*embedding));
+    else head.weight = embedding->weight;
     return head;
   }
-  head.weight = lm_head->base_quantized()
-                    ? dequantize_4bit(lm_head->quantized_base(), quant4_product_dtype(lm_head->weight.device()))
-                    : lm_head->weight;
+  if (lm_head->base_quantized()) hold(lm_head->quantized_base());
+  else head.weight = lm_head->weight;
   if (lm_head->has_lora()) head.adapter = lm_head.get();
   return head;
 }

@@ -4,6 +4,8 @@
 #include "hpctrain/compat/autocast_state.hpp"
 #include "hpctrain/compat/torch.hpp"
 #include "hpctrain/core/error.hpp"
+#include "hpctrain/models/quantized_linear.hpp"
+#include "models/fused_quant4.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/autograd.h>
@@ -51,9 +53,14 @@ class ChunkPass {
       : compute_(head_compute_dtype(product)),
         accumulate_(compute_ == at::kDouble ? at::kDouble : at::kFloat),
         product_(product),
-        weight_(product.weight.to(compute_)),
+        options_(product.hidden.options().dtype(compute_)),
         lora_weight_(product.lora_input.defined() ? product.lora_weight.to(compute_) : at::Tensor()),
-        rows_(std::max<int64_t>(1, std::min(chunk_tokens, product.hidden.size(0)))) {}
+        rows_(std::max<int64_t>(1, std::min(chunk_tokens, product.hidden.size(0)))) {
+    // A 4-bit head (Note [Quantized embeddings]) multiplies fused where it can, else is dequantized once here.
+    if (product.quantized == nullptr) weight_ = product.weight.to(compute_);
+    else if (quant4_product_fused(product.hidden.device(), compute_)) fused_.emplace(*product.quantized);
+    else weight_ = dequantize_4bit(*product.quantized, compute_);
+  }
 
   // The summed loss as a float64 scalar (a float32 sum of many small chunks drifts from the unchunked sum); each target's loss into `per_target` [n] when it is defined;
   // the gradients `wanted` asks for into `grads`.
@@ -61,7 +68,7 @@ class ChunkPass {
                  HeadGradients& grads) {
     const int64_t n = product_.hidden.size(0);
     allocate_gradients(wanted, grads);
-    const at::TensorOptions options = weight_.options();
+    const at::TensorOptions& options = options_;
     at::Tensor sum = at::zeros({}, options.dtype(at::kDouble));
     {
       ChunkBuffers buffers;  // freed before the gradients change dtype
@@ -80,13 +87,13 @@ class ChunkPass {
   }
 
  private:
-  int64_t vocab() const { return weight_.size(0); }
+  int64_t vocab() const { return fused_ ? fused_->out_features() : weight_.size(0); }
 
   void allocate_gradients(const WantedGradients& wanted, HeadGradients& grads) const {
     const int64_t n = product_.hidden.size(0);
-    const at::TensorOptions options = weight_.options();
+    const at::TensorOptions& options = options_;
     if (wanted.hidden) grads.hidden = at::empty({n, product_.hidden.size(1)}, options);
-    if (wanted.weight) grads.weight = at::zeros(weight_.sizes(), options.dtype(accumulate_));
+    if (wanted.weight) grads.weight = at::zeros({vocab(), product_.hidden.size(1)}, options.dtype(accumulate_));
     if (wanted.lora_input) grads.lora_input = at::empty({n, lora_weight_.size(1)}, options);
     if (wanted.lora_weight) grads.lora_weight = at::zeros(lora_weight_.sizes(), options.dtype(accumulate_));
   }
@@ -95,9 +102,10 @@ class ChunkPass {
   // of the gradients (Note [Chunked loss]: G = softmax - one_hot, in the products' dtype as autocast's backward).
   at::Tensor chunk(int64_t first, int64_t rows, const at::Tensor& targets, ChunkBuffers& buffers,
                    const WantedGradients& wanted, HeadGradients& grads) {
-    const at::Tensor hidden = product_.hidden.narrow(0, first, rows).to(compute_);
+    const at::Tensor hidden = product_.hidden.narrow(0, first, rows).to(compute_).contiguous();
     at::Tensor logits = buffers.logits.narrow(0, 0, rows);
-    at::mm_out(logits, hidden, weight_.t());
+    if (fused_) fused_->linear_out(hidden, logits);
+    else at::mm_out(logits, hidden, weight_.t());
     at::Tensor lora_input;
     if (lora_weight_.defined()) {
       lora_input = product_.lora_input.narrow(0, first, rows).to(compute_);
@@ -117,7 +125,8 @@ class ChunkPass {
     if (compute_ != accumulate_) gradient = logits.copy_(scores);  // the logits' buffer is free again
     if (wanted.hidden) {
       at::Tensor slice = grads.hidden.narrow(0, first, rows);
-      at::mm_out(slice, gradient, weight_);
+      if (fused_) fused_->input_grad_out(gradient, slice);
+      else at::mm_out(slice, gradient, weight_);
     }
     if (wanted.weight) accumulate_product(grads.weight, gradient.t(), hidden);
     if (wanted.lora_input) {
@@ -141,7 +150,9 @@ class ChunkPass {
 
   c10::ScalarType compute_, accumulate_;
   const HeadProduct& product_;
-  at::Tensor weight_, lora_weight_;  // in the products' dtype
+  at::TensorOptions options_;                  // the products' dtype on hidden's device
+  at::Tensor weight_, lora_weight_;            // in the products' dtype (weight_ undefined when fused_)
+  std::optional<FusedQuant4Weight> fused_;     // a 4-bit head's fused products
   int64_t rows_;                     // tokens per chunk
 };
 
@@ -160,12 +171,15 @@ at::Tensor run_chunks(const HeadProduct& product, const at::Tensor& targets, int
 class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
  public:
   // The LoRA factors are optional (LibTorch 1.13's Function takes no undefined tensor as an input).
-  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden, const at::Tensor& weight,
+  // A 4-bit head comes as `quantized` with no weight (it is frozen).
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& hidden,
+                            const c10::optional<at::Tensor>& weight, const Quant4Weight* quantized,
                             const c10::optional<at::Tensor>& lora_input, const c10::optional<at::Tensor>& lora_weight,
                             const at::Tensor& targets, int64_t chunk_tokens) {
-    const HeadProduct product{hidden, weight, lora_input.value_or(at::Tensor()), lora_weight.value_or(at::Tensor())};
+    const HeadProduct product{hidden, weight.value_or(at::Tensor()), quantized, lora_input.value_or(at::Tensor()),
+                              lora_weight.value_or(at::Tensor())};
     WantedGradients wanted;
-    wanted.hidden = hidden.requires_grad(), wanted.weight = weight.requires_grad();
+    wanted.hidden = hidden.requires_grad(), wanted.weight = product.weight.defined() && product.weight.requires_grad();
     wanted.lora_input = product.lora_input.defined() && product.lora_input.requires_grad();
     wanted.lora_weight = product.lora_weight.defined() && product.lora_weight.requires_grad();
     HeadGradients grads;
@@ -190,7 +204,8 @@ class LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> 
     };
     HPCTRAIN_CHECK(!ctx->saved_data.empty(), "the chunked loss: backward ran a second time through the same graph "
                    "(Note [Chunked loss]: its saved gradients are consumed by the first)");
-    return {take("hidden"), take("weight"), take("lora_input"), take("lora_weight"), at::Tensor(), at::Tensor()};
+    return {take("hidden"), take("weight"), at::Tensor(), take("lora_input"), take("lora_weight"), at::Tensor(),
+            at::Tensor()};
   }
 };
 
@@ -200,18 +215,20 @@ c10::ScalarType head_compute_dtype(const HeadProduct& product) {
   const compat::AutocastState autocast = compat::AutocastState::current();
   const bool cuda = product.hidden.is_cuda();
   if (cuda ? autocast.cuda_enabled : autocast.cpu_enabled) return cuda ? autocast.cuda_dtype : autocast.cpu_dtype;
-  return at::promote_types(product.hidden.scalar_type(), product.weight.scalar_type());
+  const c10::ScalarType weight = product.quantized != nullptr ? at::kFloat : product.weight.scalar_type();
+  return at::promote_types(product.hidden.scalar_type(), weight);
 }
 
 at::Tensor chunked_cross_entropy_sum(const HeadProduct& product, const at::Tensor& targets, int64_t chunk_tokens) {
   HPCTRAIN_CHECK(chunk_tokens > 0, "the chunked loss needs chunks of at least one token, got {}", chunk_tokens);
-  const bool wanted = product.hidden.requires_grad() || product.weight.requires_grad() ||
+  const bool wanted = product.hidden.requires_grad() || (product.weight.defined() && product.weight.requires_grad()) ||
                       (product.lora_input.defined() && product.lora_input.requires_grad()) ||
                       (product.lora_weight.defined() && product.lora_weight.requires_grad());
   if (at::GradMode::is_enabled() && wanted) {
     const auto optional = [](const at::Tensor& t) { return t.defined() ? c10::optional<at::Tensor>(t) : c10::nullopt; };
-    return LinearCrossEntropy::apply(product.hidden, product.weight, optional(product.lora_input),
-                                     optional(product.lora_weight), targets, chunk_tokens);
+    return LinearCrossEntropy::apply(product.hidden, optional(product.weight), product.quantized,
+                                     optional(product.lora_input), optional(product.lora_weight), targets,
+                                     chunk_tokens);
   }
   HeadGradients none;
   return run_chunks(product, targets, chunk_tokens, at::Tensor(), WantedGradients{}, none);

@@ -4,6 +4,7 @@
 
 #include "hpctrain/core/error.hpp"
 #include "hpctrain/models/lora.hpp"
+#include "hpctrain/models/quantized_linear.hpp"
 #include "models/chunked_cross_entropy.hpp"
 
 #include <ATen/ATen.h>
@@ -12,7 +13,7 @@
 namespace hpctrain::models {
 
 at::Tensor LmHead::logits(const at::Tensor& hidden) const {
-  at::Tensor out = at::linear(hidden, weight);
+  at::Tensor out = quantized ? quantized_linear(hidden, *quantized, at::Tensor()) : at::linear(hidden, weight);
   if (adapter == nullptr) return out;
   const LoraTarget::LowRank lora = adapter->lora_factors(hidden, training);
   return out + at::linear(lora.input, lora.weight);
@@ -53,6 +54,7 @@ detail::HeadProduct kept_product(const at::Tensor& flat_hidden, const LmHead& he
   detail::HeadProduct product;
   product.hidden = select(flat_hidden);
   product.weight = head.weight;
+  if (head.quantized) product.quantized = &*head.quantized;
   if (head.adapter != nullptr) {
     const LoraTarget::LowRank lora = head.adapter->lora_factors(flat_hidden, head.training);
     product.lora_input = select(lora.input);
@@ -67,11 +69,14 @@ struct FlatInputs {
 };
 
 FlatInputs flatten(const at::Tensor& hidden, const LmHead& head, const at::Tensor& targets) {
-  HPCTRAIN_CHECK(head.weight.defined() && head.weight.dim() == 2, "the loss: the head's weight must be [vocabulary, "
-                 "width], got {}", head.weight.defined() ? c10::str(head.weight.sizes()) : std::string("none"));
-  HPCTRAIN_CHECK(hidden.dim() >= 1 && hidden.size(-1) == head.weight.size(1), "the loss: hidden states {} do not fit "
-                 "the head's weight {} (expected [..., {}])", c10::str(hidden.sizes()), c10::str(head.weight.sizes()),
-                 head.weight.size(1));
+  HPCTRAIN_CHECK(head.quantized ? head.quantized->shape.size() == 2 : head.weight.defined() && head.weight.dim() == 2,
+                 "the loss: the head's weight must be [vocabulary, width], got {}",
+                 head.quantized                ? c10::str(head.quantized->shape)
+                 : head.weight.defined() ? c10::str(head.weight.sizes())
+                                         : std::string("none"));
+  HPCTRAIN_CHECK(hidden.dim() >= 1 && hidden.size(-1) == head.width(), "the loss: hidden states {} do not fit the "
+                 "head's weight [{}, {}] (expected [..., {}])", c10::str(hidden.sizes()), head.vocab_size(),
+                 head.width(), head.width());
   HPCTRAIN_CHECK(targets.scalar_type() == at::kLong && targets.sizes() == hidden.sizes().slice(0, hidden.dim() - 1),
                  "the loss: targets must be int64 {} (the hidden states' leading shape), got {} {}",
                  c10::str(hidden.sizes().slice(0, hidden.dim() - 1)), std::string(c10::toString(targets.scalar_type())),
@@ -99,7 +104,8 @@ TokenLossSum linear_cross_entropy(const at::Tensor& hidden, const LmHead& head, 
     return out;
   }
   // Unchunked: the kept tokens' logits at once, through autograd (the reference of Note [Chunked loss]).
-  at::Tensor logits = at::linear(product.hidden, product.weight);
+  at::Tensor logits = product.quantized != nullptr ? quantized_linear(product.hidden, *product.quantized, at::Tensor())
+                                                   : at::linear(product.hidden, product.weight);
   if (product.lora_input.defined()) logits = logits + at::linear(product.lora_input, product.lora_weight);
   out.sum = cross_entropy(logits, kept.targets, at::Reduction::Sum);
   return out;

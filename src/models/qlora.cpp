@@ -34,12 +34,17 @@ std::string QuantizedBase::summary() const {
                      options.blocksize);
 }
 
+namespace {
+
+// Whether `layer` is a causal LM's head (lm_head, or the embeddings it is tied to).
 bool is_causal_lm_head(Model& model, const LoraTarget& layer) {
   if (dynamic_cast<CausalLM*>(&model) == nullptr) return false;
   const std::vector<torch::nn::Module*> head = model.unit_modules(UnitKind::head);
   const auto* module = dynamic_cast<const torch::nn::Module*>(&layer);
   return std::find(head.begin(), head.end(), module) != head.end();
 }
+
+}  // namespace
 
 std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model, bool with_head) {
   std::vector<std::pair<std::string, LoraTarget*>> out;

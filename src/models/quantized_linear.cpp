@@ -11,7 +11,7 @@
 
 #include "hpctrain/compat/autocast_state.hpp"
 #include "hpctrain/core/error.hpp"
-#include "models/nf4_cpu.hpp"
+#include "models/fused_quant4.hpp"
 
 namespace hpctrain::models {
 namespace {
@@ -43,54 +43,19 @@ at::Tensor dequantized(const Quant4Weight& w, at::ScalarType dtype) {
   return weight;
 }
 
-// What both fused products (Note [Fused 4-bit product]) start from: the operand as float32 rows [N, width], the
-// shape of the result ([..., result_width]), and the weight's CPU arguments with the absmax they point into.
-struct FusedOperands {
-  at::Tensor rows;
-  std::vector<int64_t> result_shape;
-  at::Tensor absmax;
-  detail::Quant4CpuArgs args;
-
-  FusedOperands(const at::Tensor& t, int64_t width, int64_t result_width, const Quant4Weight& w)
-      : rows(t.to(at::kFloat).reshape({-1, width}).contiguous()), result_shape(t.sizes().vec()),
-        absmax(block_absmax(w).contiguous()), args(detail::quant4_cpu_args(w, absmax, at::kFloat)) {
-    result_shape.back() = result_width;
-  }
-  [[nodiscard]] int64_t tokens() const { return rows.size(0); }
-};
-
-// x W^T in float32: x [..., in] -> [..., out], up to quant4_fused_tokens() rows of x transposed at a time, the
-// weight's rows shared out among the threads.
-at::Tensor fused_linear(const at::Tensor& x, const Quant4Weight& w) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  const FusedOperands op(x, in, out, w);
-  const int64_t tokens = op.tokens();
-  at::Tensor y = at::empty({tokens, out}, op.rows.options());
-  if (tokens == 0 || in == 0) return y.zero_().view(op.result_shape);
-  const int64_t pass = detail::quant4_fused_tokens();
-  at::Tensor packed = at::empty({in * ((std::min(pass, tokens) + 31) / 32 * 32)}, op.rows.options());
-  for (int64_t t0 = 0; t0 < tokens; t0 += pass) {
-    const int64_t count = std::min(pass, tokens - t0), stride = (count + 31) / 32 * 32;
-    detail::quant4_pack_tokens(op.rows.data_ptr<float>() + t0 * in, count, in, packed.data_ptr<float>(), stride);
-    at::parallel_for(0, out, 96, [&](int64_t first, int64_t last) {
-      detail::quant4_matmul_xwt(op.args, in, packed.data_ptr<float>(), stride, count, y.data_ptr<float>() + t0 * out,
-                                out, first, last);
-    });
-  }
-  return y.view(op.result_shape);
-}
-
-// dy W in float32: dy [..., out] -> [..., in], the weight's columns shared out among the threads.
-at::Tensor fused_input_grad(const at::Tensor& grad, const Quant4Weight& w) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  const FusedOperands op(grad, out, in, w);
-  if (op.tokens() == 0 || out == 0) return at::zeros(op.result_shape, op.rows.options());
-  at::Tensor dx = at::empty({op.tokens(), in}, op.rows.options());
-  at::parallel_for(0, in, 128, [&](int64_t first, int64_t last) {
-    detail::quant4_matmul_xw(op.args, out, in, op.rows.data_ptr<float>(), op.tokens(), dx.data_ptr<float>(), first,
-                             last);
-  });
-  return dx.view(op.result_shape);
+// The fused float32 products (Note [Fused 4-bit product]): x Wᵀ (x [..., in] -> [..., out]) or, for the input
+// gradient, dy W (dy [..., out] -> [..., in]).
+at::Tensor fused_product(const at::Tensor& t, const Quant4Weight& w, bool input_gradient) {
+  const detail::FusedQuant4Weight fused(w);
+  const int64_t from = input_gradient ? fused.out_features() : fused.in_features();
+  const int64_t to = input_gradient ? fused.in_features() : fused.out_features();
+  const at::Tensor rows = t.to(at::kFloat).reshape({-1, from}).contiguous();
+  std::vector<int64_t> shape = t.sizes().vec();
+  shape.back() = to;
+  at::Tensor out = at::empty({rows.size(0), to}, rows.options());
+  if (input_gradient) fused.input_grad_out(rows, out);
+  else fused.linear_out(rows, out);
+  return out.view(shape);
 }
 
 // The 4-bit tensors travel through the autograd context as saved data (they need no version tracking: frozen).
@@ -124,7 +89,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
                             at::ScalarType dtype) {
     save_weight(ctx, *weight, dtype);
     if (quant4_product_fused(x.device(), dtype)) {
-      at::Tensor y = fused_linear(x, *weight);
+      at::Tensor y = fused_product(x, *weight, /*input_gradient=*/false);
       return bias->defined() ? y.add_(*bias) : y;
     }
     return at::linear(x, dequantized(*weight, dtype), *bias);  // the dequantized weight is dead after this line
@@ -135,7 +100,7 @@ class QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinear
     const at::ScalarType dtype = static_cast<at::ScalarType>(ctx->saved_data["dtype"].toInt());
     const Quant4Weight weight = saved_weight(ctx);
     if (quant4_product_fused(grad.device(), dtype))
-      return {fused_input_grad(grad, weight), at::Tensor(), at::Tensor(), at::Tensor()};
+      return {fused_product(grad, weight, /*input_gradient=*/true), at::Tensor(), at::Tensor(), at::Tensor()};
     return {at::matmul(grad.to(dtype), dequantized(weight, dtype)), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
@@ -195,5 +160,57 @@ void restore_from_4bit(torch::nn::Module& owner, at::Tensor& weight, const Quant
   weight.set_data((transposed ? out_in.t().contiguous() : out_in).to(weight.device(), weight.scalar_type()));
   owner.unregister_module(kQuant4Submodule);
 }
+
+namespace detail {
+
+FusedQuant4Weight::FusedQuant4Weight(const Quant4Weight& w)
+    : w_(w), absmax_(block_absmax(w).contiguous()), args_(quant4_cpu_args(w_, absmax_, at::kFloat)) {
+  HPCTRAIN_CHECK(w.shape.size() == 2 && w.codes.is_cpu(), "the fused 4-bit product needs a 2-D weight on the CPU");
+}
+
+// Up to quant4_fused_tokens() rows of x transposed at a time, the weight's rows shared out among the threads.
+void FusedQuant4Weight::linear_out(const at::Tensor& x, at::Tensor& y) const {
+  const int64_t out = out_features(), in = in_features(), tokens = x.size(0);
+  HPCTRAIN_CHECK(x.scalar_type() == at::kFloat && y.scalar_type() == at::kFloat && x.is_contiguous() &&
+                     y.is_contiguous() && x.dim() == 2 && x.size(1) == in && y.dim() == 2 && y.size(0) == tokens &&
+                     y.size(1) == out,
+                 "the fused 4-bit product: x {} and y {} for a weight [{}, {}]", c10::str(x.sizes()),
+                 c10::str(y.sizes()), out, in);
+  if (tokens == 0) return;
+  if (in == 0) {
+    y.zero_();
+    return;
+  }
+  const int64_t pass = quant4_fused_tokens();
+  at::Tensor packed = at::empty({in * ((std::min(pass, tokens) + 31) / 32 * 32)}, x.options());
+  for (int64_t t0 = 0; t0 < tokens; t0 += pass) {
+    const int64_t count = std::min(pass, tokens - t0), stride = (count + 31) / 32 * 32;
+    quant4_pack_tokens(x.data_ptr<float>() + t0 * in, count, in, packed.data_ptr<float>(), stride);
+    at::parallel_for(0, out, 96, [&](int64_t first, int64_t last) {
+      quant4_matmul_xwt(args_, in, packed.data_ptr<float>(), stride, count, y.data_ptr<float>() + t0 * out, out,
+                        first, last);
+    });
+  }
+}
+
+// The weight's columns shared out among the threads.
+void FusedQuant4Weight::input_grad_out(const at::Tensor& dy, at::Tensor& dx) const {
+  const int64_t out = out_features(), in = in_features(), tokens = dy.size(0);
+  HPCTRAIN_CHECK(dy.scalar_type() == at::kFloat && dx.scalar_type() == at::kFloat && dy.is_contiguous() &&
+                     dx.is_contiguous() && dy.dim() == 2 && dy.size(1) == out && dx.dim() == 2 &&
+                     dx.size(0) == tokens && dx.size(1) == in,
+                 "the fused 4-bit input gradient: dy {} and dx {} for a weight [{}, {}]", c10::str(dy.sizes()),
+                 c10::str(dx.sizes()), out, in);
+  if (tokens == 0) return;
+  if (out == 0) {
+    dx.zero_();
+    return;
+  }
+  at::parallel_for(0, in, 128, [&](int64_t first, int64_t last) {
+    quant4_matmul_xw(args_, out, in, dy.data_ptr<float>(), tokens, dx.data_ptr<float>(), first, last);
+  });
+}
+
+}  // namespace detail
 
 }  // namespace hpctrain::models

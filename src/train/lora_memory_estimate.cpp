@@ -27,8 +27,8 @@ namespace hpctrain::train::detail {
 // largest of them dequantized in the activations' dtype: the one weight that exists in full precision at a time,
 // during its layer's product; none where the products run fused (float32 on an AVX-512 CPU, Note [Fused 4-bit
 // product]: their working set, under 1 MiB per thread plus x transposed for up to 256 tokens, is not counted). With
-// --quantize-embeddings the token embedding and the LM head count in 4 bits too, and the head, dequantized whole for
-// the loss, is then the largest.
+// --quantize-embeddings the token embedding and the LM head count in 4 bits too; where the products are not fused
+// the head, dequantized whole for the loss, is then the largest.
 std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEstimateOptions& options) {
   if (options.lora_r == 0) return std::nullopt;
   HPCTRAIN_CHECK(options.lora_r > 0, "--lora-r {}: expected > 0 (0 = full fine-tuning)", options.lora_r);
@@ -43,8 +43,8 @@ std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEs
     if (item.value().requires_grad()) out.trainable.emplace_back(item.key(), item.value().sizes().vec());
   out.adapter_parameters = static_cast<int64_t>(models::weight_gradients(*model).outside_base);
   if (!options.quantize) return out;
-  const bool embeddings = options.quantize->embeddings;  // Note [Quantized embeddings]: also the head, dequantized whole
-  // A float32 product on this CPU never holds its weight whole (Note [Fused 4-bit product]); the head always does.
+  const bool embeddings = options.quantize->embeddings;  // Note [Quantized embeddings]: also the head
+  // A float32 product on this CPU never holds its weight whole (Note [Fused 4-bit product]), the head's included.
   const at::ScalarType dtype = options.precision == "bf16" ? at::kBFloat16 : at::kFloat;
   const bool fused = models::quant4_product_fused(c10::Device(c10::kCPU), dtype);
   out.fused_products = fused;
@@ -52,14 +52,15 @@ std::optional<LoraShapes> lora_shapes(const io::HfConfig& config, const MemoryEs
     const int64_t numel = layer->base_weight().numel();
     out.quantized_parameters += numel;
     out.quantized_bytes += models::quant4_bytes(numel, *options.quantize);
-    if (!fused || models::is_causal_lm_head(*model, *layer)) out.largest_quantized = std::max(out.largest_quantized, numel);
+    if (!fused) out.largest_quantized = std::max(out.largest_quantized, numel);
   }
   if (torch::nn::EmbeddingImpl* embedding = embeddings ? model->input_embeddings() : nullptr) {
-    const int64_t numel = embedding->weight.numel();  // looked up row by row; a head tied to it is dequantized whole
+    const int64_t numel = embedding->weight.numel();  // looked up row by row; a head tied to it is a product
     out.quantized_parameters += numel;
     out.quantized_bytes += models::quant4_bytes(numel, *options.quantize);
     const auto* causal = dynamic_cast<const models::CausalLM*>(model.get());
-    if (causal != nullptr && causal->tied_head()) out.largest_quantized = std::max(out.largest_quantized, numel);
+    if (!fused && causal != nullptr && causal->tied_head())
+      out.largest_quantized = std::max(out.largest_quantized, numel);
   }
   return out;
 }

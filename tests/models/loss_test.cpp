@@ -11,6 +11,7 @@
 #include "hpctrain/models/causal_lm.hpp"
 #include "hpctrain/models/lora.hpp"
 #include "hpctrain/models/loss.hpp"
+#include "hpctrain/models/nf4.hpp"
 #include "hpctrain/models/pretrained.hpp"
 
 #include <ATen/ATen.h>
@@ -249,6 +250,43 @@ BOOST_AUTO_TEST_CASE(per_position_losses_for_evaluation) {
     BOOST_TEST(testing::max_abs_diff(losses, expected) < 1e-5);
     BOOST_TEST(losses.masked_select(next.eq(kIgnoreIndex)).abs().sum().item<double>() == 0.0);
   }
+}
+
+// Note [Quantized embeddings]: a head held in 4 bits (LmHead::quantized) gives the loss, its hidden gradient, the
+// per-target losses and the logits of its dequantized weight (its products fused on an AVX-512 CPU, Note [Fused
+// 4-bit product]; elsewhere the chunked loss dequantizes it), chunked and unchunked, over more tokens than one pass
+// of the fused product (256) and an odd vocabulary.
+BOOST_AUTO_TEST_CASE(a_4bit_head_equals_its_dequantized_weight) {
+  torch::manual_seed(9);
+  const int64_t vocab = 301, width = 96;
+  const Quant4Weight quantized = quantize_4bit(at::randn({vocab, width}) * 0.1, Quant4Options{}, "lm_head.weight");
+  LmHead four_bit, reference;
+  four_bit.quantized = quantized;
+  reference.weight = dequantize_4bit(quantized, at::kFloat);
+  BOOST_TEST(four_bit.vocab_size() == vocab);
+  BOOST_TEST(four_bit.width() == width);
+  const at::Tensor hidden = at::randn({2, 150, width});
+  const at::Tensor targets = at::randint(0, vocab, {2, 150}, at::kLong).index_put_({0, at::indexing::Slice(0, 7)},
+                                                                                   kIgnoreIndex);
+  const auto loss_and_gradient = [&](const LmHead& head, int64_t chunk) {
+    const at::Tensor input = hidden.clone().requires_grad_(true);
+    const TokenLossSum loss = linear_cross_entropy(input, head, targets, chunk);
+    loss.sum.backward();
+    BOOST_TEST(loss.count.item<int64_t>() == 293);
+    return std::make_pair(loss.sum.detach(), input.grad());
+  };
+  for (const int64_t chunk : {int64_t{0}, int64_t{7}, int64_t{256}}) {
+    BOOST_TEST_CONTEXT("--loss-chunk-tokens " << chunk) {
+      const auto [loss, grad] = loss_and_gradient(four_bit, chunk);
+      const auto [expected_loss, expected_grad] = loss_and_gradient(reference, chunk);
+      BOOST_TEST(relative_difference(loss, expected_loss) < 1e-6);
+      BOOST_TEST(relative_difference(grad, expected_grad) < 1e-5);
+      BOOST_TEST(relative_difference(linear_cross_entropy_per_target(hidden, four_bit, targets, chunk),
+                                     linear_cross_entropy_per_target(hidden, reference, targets, chunk)) < 1e-5);
+    }
+  }
+  at::NoGradGuard no_grad;
+  BOOST_TEST(relative_difference(four_bit.logits(hidden), reference.logits(hidden)) < 1e-5);
 }
 
 BOOST_AUTO_TEST_CASE(bad_targets_and_shapes_are_named) {

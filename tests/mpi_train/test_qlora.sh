@@ -103,11 +103,15 @@ print("estimate's 4-bit weights", estimate["quantized_parameter_count"], "the la
       "fused products", estimate["fused_4bit_products"])
 dequantized = 0 if estimate["fused_4bit_products"] else 4 * h * i
 ok = ok and estimate["quantized_parameter_count"] == layers and estimate["bytes"]["dequantized_weight"] == dequantized
-# --quantize-embeddings (Note [Quantized embeddings]): embed_tokens and lm_head in 4 bits too, the head the largest.
+# --quantize-embeddings (Note [Quantized embeddings]): embed_tokens and lm_head in 4 bits too; the head, a fused
+# product too, is dequantized whole only where the products are not fused.
 emb = json.load(open(sys.argv[4]))
 vocabulary = 2 * c["vocab_size"] * h
-print("with the embeddings: 4-bit weights", emb["quantized_parameter_count"], "model bytes", emb["measured"]["model_bytes"])
+print("with the embeddings: 4-bit weights", emb["quantized_parameter_count"], "model bytes",
+      emb["measured"]["model_bytes"], "dequantized weight bytes", emb["bytes"]["dequantized_weight"])
 ok = ok and emb["quantized_parameter_count"] == layers + vocabulary
+head = 0 if emb["fused_4bit_products"] else 4 * max(h * i, c["vocab_size"] * h)
+ok = ok and emb["bytes"]["dequantized_weight"] == head
 ok = ok and emb["measured"]["model_bytes"] < qlora["model_bytes"] - 3 * vocabulary  # 4 bytes each became about 0.52
 sys.exit(0 if ok else 1)
 PYEOF

@@ -36,6 +36,9 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
+
+#include "hpctrain/models/nf4.hpp"
 
 namespace hpctrain::models {
 
@@ -53,11 +56,13 @@ void check_loss_chunk_tokens(int64_t chunk_tokens);
 
 // A language model's output projection as the loss sees it (Note [LM head]).
 struct LmHead {
-  at::Tensor weight;                    // [V, D]: lm_head.weight, or the input embedding when tied
-  const LoraTarget* adapter = nullptr;  // the head's layer when it carries a LoRA adapter, else null
-  bool training = false;                // the adapter's dropout is on
+  at::Tensor weight;                      // [V, D]: lm_head.weight, or the input embedding when tied; else:
+  std::optional<Quant4Weight> quantized;  // the head held in 4 bits, its products fused (Note [Quantized embeddings])
+  const LoraTarget* adapter = nullptr;    // the head's layer when it carries a LoRA adapter, else null
+  bool training = false;                  // the adapter's dropout is on
 
-  [[nodiscard]] int64_t vocab_size() const { return weight.size(0); }
+  [[nodiscard]] int64_t vocab_size() const { return quantized ? quantized->shape[0] : weight.size(0); }
+  [[nodiscard]] int64_t width() const { return quantized ? quantized->shape[1] : weight.size(1); }
   // hidden [..., D] -> logits [..., V] (under autocast in its dtype).
   [[nodiscard]] at::Tensor logits(const at::Tensor& hidden) const;
 };

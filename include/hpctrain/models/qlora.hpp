@@ -30,9 +30,6 @@ class LoraTarget;
 // keeps the output embedding (it is a LoRA layer since the chunked loss, Note [LM head] in loss.hpp); with_head
 // (--quantize-embeddings, Note [Quantized embeddings]): the head too.
 [[nodiscard]] std::vector<std::pair<std::string, LoraTarget*>> quantizable_layers(Model& model, bool with_head = false);
-// Whether `layer` is a causal LM's head (lm_head, or the embeddings it is tied to): quantizable_layers leaves it out
-// unless with_head, and the loss dequantizes it whole (Note [Quantized embeddings]).
-[[nodiscard]] bool is_causal_lm_head(Model& model, const LoraTarget& layer);
 
 // Every quantizable layer (call after apply_lora / load_adapter) gets its weight in 4-bit form, layer by layer (each
 // full-precision weight is freed as soon as it is quantized). Embeddings, norms and heads stay as they are, but with

@@ -1,6 +1,5 @@
 // A frozen token embedding held in 4-bit form (--quantize-embeddings, Note [Quantized embeddings]): its lookup
-// dequantizes only the rows it reads, and a head tied to it (or a quantized LM head) is dequantized for the loss's
-// product only.
+// dequantizes only the rows it reads, and a head tied to it (or a quantized LM head) multiplies in 4 bits.
 //
 // Note [Quantized embeddings]
 // transformers' bitsandbytes quantizer leaves the input embedding and the output head in full precision, and so does
@@ -10,8 +9,11 @@
 // the same way): the token embedding module gets a submodule `base_4bit` (Quant4State) and its `weight` keeps its name
 // with no elements, like a quantized linear layer; an untied LM head is quantized as one of the base's layers. Every
 // model looks its tokens up through `embedding_lookup` (a quantized embedding dequantizes only the rows of the batch's ids), and
-// detail::lm_head gives the loss and generation the head's weight dequantized into the product's dtype, alive while
-// they use it (the chunked loss computes its gradients in its forward and keeps none of it for the backward).
+// detail::lm_head gives the loss and generation the head in 4 bits (LmHead::quantized) where its products run fused
+// (float32 on an AVX-512 CPU, Note [Fused 4-bit product]): the logits and their input gradient, in the chunked loss
+// chunk by chunk, never hold the head in full precision. Elsewhere (bf16 products, CUDA) it gives the weight
+// dequantized whole into the products' dtype, alive while they use it (the chunked loss computes its gradients in
+// its forward and keeps none of it for the backward).
 // Position embeddings stay as they are (small). Both are frozen: an embedding or head that trains (a module to save,
 // resized rows) is not quantized.
 #pragma once
