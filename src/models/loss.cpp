@@ -12,8 +12,17 @@
 
 namespace hpctrain::models {
 
+namespace {
+
+// hidden @ weight^T, or through the 4-bit head when `quantized` is given (Note [Quantized embeddings]).
+at::Tensor head_linear(const at::Tensor& hidden, const at::Tensor& weight, const Quant4Weight* quantized) {
+  return quantized != nullptr ? quantized_linear(hidden, *quantized, at::Tensor()) : at::linear(hidden, weight);
+}
+
+}  // namespace
+
 at::Tensor LmHead::logits(const at::Tensor& hidden) const {
-  at::Tensor out = quantized ? quantized_linear(hidden, *quantized, at::Tensor()) : at::linear(hidden, weight);
+  at::Tensor out = head_linear(hidden, weight, quantized ? &*quantized : nullptr);
   if (adapter == nullptr) return out;
   const LoraTarget::LowRank lora = adapter->lora_factors(hidden, training);
   return out + at::linear(lora.input, lora.weight);
@@ -104,8 +113,7 @@ TokenLossSum linear_cross_entropy(const at::Tensor& hidden, const LmHead& head, 
     return out;
   }
   // Unchunked: the kept tokens' logits at once, through autograd (the reference of Note [Chunked loss]).
-  at::Tensor logits = product.quantized != nullptr ? quantized_linear(product.hidden, *product.quantized, at::Tensor())
-                                                   : at::linear(product.hidden, product.weight);
+  at::Tensor logits = head_linear(product.hidden, product.weight, product.quantized);
   if (product.lora_input.defined()) logits = logits + at::linear(product.lora_input, product.lora_weight);
   out.sum = cross_entropy(logits, kept.targets, at::Reduction::Sum);
   return out;

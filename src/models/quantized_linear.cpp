@@ -162,6 +162,27 @@ void restore_from_4bit(torch::nn::Module& owner, at::Tensor& weight, const Quant
 }
 
 namespace detail {
+namespace {
+
+// The operands of a fused product against the weight [out, in]: a [N, a_width] in, b [N, b_width] out, both float32
+// and contiguous (else Error naming `what`). Returns whether there is work: not when N is 0, nor when a_width is
+// (an empty sum: b is zeroed).
+bool fused_operands(const char* what, const at::Tensor& a, int64_t a_width, at::Tensor& b, int64_t b_width,
+                    int64_t out, int64_t in) {
+  HPCTRAIN_CHECK(a.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat && a.is_contiguous() &&
+                     b.is_contiguous() && a.dim() == 2 && a.size(1) == a_width && b.dim() == 2 &&
+                     b.size(0) == a.size(0) && b.size(1) == b_width,
+                 "the fused 4-bit {}: {} and {} for a weight [{}, {}]", what, c10::str(a.sizes()), c10::str(b.sizes()),
+                 out, in);
+  if (a.size(0) == 0) return false;
+  if (a_width == 0) {
+    b.zero_();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 FusedQuant4Weight::FusedQuant4Weight(const Quant4Weight& w)
     : w_(w), absmax_(block_absmax(w).contiguous()), args_(quant4_cpu_args(w_, absmax_, at::kFloat)) {
@@ -171,16 +192,7 @@ FusedQuant4Weight::FusedQuant4Weight(const Quant4Weight& w)
 // Up to quant4_fused_tokens() rows of x transposed at a time, the weight's rows shared out among the threads.
 void FusedQuant4Weight::linear_out(const at::Tensor& x, at::Tensor& y) const {
   const int64_t out = out_features(), in = in_features(), tokens = x.size(0);
-  HPCTRAIN_CHECK(x.scalar_type() == at::kFloat && y.scalar_type() == at::kFloat && x.is_contiguous() &&
-                     y.is_contiguous() && x.dim() == 2 && x.size(1) == in && y.dim() == 2 && y.size(0) == tokens &&
-                     y.size(1) == out,
-                 "the fused 4-bit product: x {} and y {} for a weight [{}, {}]", c10::str(x.sizes()),
-                 c10::str(y.sizes()), out, in);
-  if (tokens == 0) return;
-  if (in == 0) {
-    y.zero_();
-    return;
-  }
+  if (!fused_operands("product", x, in, y, out, out, in)) return;
   const int64_t pass = quant4_fused_tokens();
   at::Tensor packed = at::empty({in * ((std::min(pass, tokens) + 31) / 32 * 32)}, x.options());
   for (int64_t t0 = 0; t0 < tokens; t0 += pass) {
@@ -196,16 +208,7 @@ void FusedQuant4Weight::linear_out(const at::Tensor& x, at::Tensor& y) const {
 // The weight's columns shared out among the threads.
 void FusedQuant4Weight::input_grad_out(const at::Tensor& dy, at::Tensor& dx) const {
   const int64_t out = out_features(), in = in_features(), tokens = dy.size(0);
-  HPCTRAIN_CHECK(dy.scalar_type() == at::kFloat && dx.scalar_type() == at::kFloat && dy.is_contiguous() &&
-                     dx.is_contiguous() && dy.dim() == 2 && dy.size(1) == out && dx.dim() == 2 &&
-                     dx.size(0) == tokens && dx.size(1) == in,
-                 "the fused 4-bit input gradient: dy {} and dx {} for a weight [{}, {}]", c10::str(dy.sizes()),
-                 c10::str(dx.sizes()), out, in);
-  if (tokens == 0) return;
-  if (out == 0) {
-    dx.zero_();
-    return;
-  }
+  if (!fused_operands("input gradient", dy, out, dx, in, out, in)) return;
   at::parallel_for(0, in, 128, [&](int64_t first, int64_t last) {
     quant4_matmul_xw(args_, out, in, dy.data_ptr<float>(), tokens, dx.data_ptr<float>(), first, last);
   });
