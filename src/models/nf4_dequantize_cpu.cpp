@@ -81,6 +81,22 @@ __attribute__((target("avx512f"))) void quant4_avx512_range(const unsigned char*
   scalar(vector_last, last);
 }
 
+// quant4_dequantize_rows in float32 where every row's range is whole groups of 32 (see there).
+__attribute__((target("avx512f"))) void quant4_avx512_rows(const Quant4CpuArgs& a, int64_t in_features, int64_t row,
+                                                           int64_t count, int64_t col, int64_t width, float* out,
+                                                           int64_t ldo) {
+  const __m512 lut = _mm512_loadu_ps(a.values16);
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t first = (row + r) * in_features + col;
+    for (int64_t i = 0; i < width; i += 32) {
+      __m512 lo, hi;
+      quant4_decode32(a.codes + (first + i) / 2, lut, _mm512_set1_ps(a.absmax[(first + i) / a.blocksize]), &lo, &hi);
+      _mm512_storeu_ps(out + r * ldo + i, lo);
+      _mm512_storeu_ps(out + r * ldo + i + 16, hi);
+    }
+  }
+}
+
 #pragma GCC diagnostic pop
 
 bool quant4_cpu_has_avx512() {
@@ -106,6 +122,21 @@ void quant4_dequantize_range(const Quant4CpuArgs& a, int64_t first, int64_t last
   else
     quant4_scalar_range(a.codes, a.absmax, a.values16, a.blocksize, first, last, static_cast<float*>(out),
                         [](float v) { return v; });
+}
+
+void quant4_dequantize_rows(const Quant4CpuArgs& a, int64_t in_features, int64_t row, int64_t count, int64_t col,
+                            int64_t width, float* out, int64_t ldo) {
+#if HPCTRAIN_QUANT4_AVX512
+  if (!a.bf16 && a.blocksize >= 32 && in_features % 32 == 0 && col % 32 == 0 && width % 32 == 0 &&
+      quant4_cpu_has_avx512()) {
+    quant4_avx512_rows(a, in_features, row, count, col, width, out, ldo);
+    return;
+  }
+#endif
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t first = (row + r) * in_features + col;
+    quant4_dequantize_range(a, first, first + width, out + r * ldo);
+  }
 }
 
 bool quant4_vectorized_available() {

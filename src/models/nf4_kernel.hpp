@@ -58,6 +58,11 @@ struct Quant4CpuArgs {
 // Elements [first, last) of the weight (flat order) into out[0, last - first): with `vectorized`, through AVX-512
 // where the CPU has it (bit-identical to the scalar loop, which the rest takes).
 void quant4_dequantize_range(const Quant4CpuArgs& a, int64_t first, int64_t last, void* out, bool vectorized = true);
+// Rows [row, row + count) of a weight of in_features columns, columns [col, col + width), into float32 out (row stride
+// ldo): quant4_dequantize_range row by row, with one call for the whole slice (the fused products' slices are a few
+// groups of 32 per row, where a call per row cost more than the row).
+void quant4_dequantize_rows(const Quant4CpuArgs& a, int64_t in_features, int64_t row, int64_t count, int64_t col,
+                            int64_t width, float* out, int64_t ldo);
 // Whether quant4_dequantize_range's vector path runs on this CPU.
 [[nodiscard]] bool quant4_vectorized_available();
 
@@ -67,8 +72,9 @@ void quant4_dequantize_range(const Quant4CpuArgs& a, int64_t first, int64_t last
 [[nodiscard]] bool quant4_fused_available();
 // The forward's tokens per pass: quant4_pack_tokens takes at most this many.
 [[nodiscard]] int64_t quant4_fused_tokens();
-// x [tokens, in_features] transposed into xt [in_features, stride], the columns from `tokens` on zeroed; stride is
-// `tokens` rounded up to a multiple of 32.
+// x [tokens, in_features] transposed into xt (in_features * stride floats) in blocks of 32 tokens: token t's feature k
+// at xt[(t / 32) * in_features * 32 + k * 32 + t % 32], the tokens from `tokens` on zeroed; stride is `tokens` rounded
+// up to a multiple of 32.
 void quant4_pack_tokens(const float* x, int64_t tokens, int64_t in_features, float* xt, int64_t stride);
 // y[t, n] = sum_k x[t, k] W[n, k] for n in [row_first, row_last), t < tokens (y's row stride ldy), from
 // quant4_pack_tokens' xt.

@@ -109,6 +109,16 @@ BOOST_AUTO_TEST_CASE(vector_and_scalar_dequantization_agree) {
         models::detail::quant4_dequantize_range(args, first, last, scalar.data_ptr(), false);
         BOOST_TEST(same_bits(vector, scalar), "block " << blocksize << " bf16 " << bf16 << " [" << first << ", " << last << ")");
       }
+      if (!bf16) {  // a slice of rows, as the fused products dequantize it: whole groups of 32 and not
+        for (const auto& [col, width] : std::vector<std::pair<int64_t, int64_t>>{{32, 64}, {0, 96}, {3, 40}}) {
+          at::Tensor slice = at::full({4, 100}, 7.0F), expected = at::full({4, 100}, 7.0F);
+          models::detail::quant4_dequantize_rows(args, 96, 30, 4, col, width, slice.data_ptr<float>(), 100);
+          for (int64_t r = 0; r < 4; ++r)
+            models::detail::quant4_dequantize_range(args, (30 + r) * 96 + col, (30 + r) * 96 + col + width,
+                                                    expected.data_ptr<float>() + r * 100, false);
+          BOOST_TEST(same_bits(slice, expected), "block " << blocksize << " columns [" << col << ", " << col + width << ")");
+        }
+      }
       const at::Tensor rows = at::tensor(std::vector<int64_t>{5, 0, 36, 5, 17, 2}).view({2, 3});
       const at::Tensor looked_up = dequantize_4bit_rows(w, rows, dtype);
       BOOST_TEST((looked_up.sizes() == std::vector<int64_t>{2, 3, 96}));

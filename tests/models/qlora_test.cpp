@@ -138,7 +138,7 @@ BOOST_AUTO_TEST_CASE(fused_product_equals_float64_over_the_dequantized_weight) {
       {1, 1, 7, 32, Quant4Type::nf4, true, 1},     {11, 31, 64, 64, Quant4Type::nf4, true, 1},
       {12, 97, 257, 64, Quant4Type::fp4, false, 1}, {13, 130, 300, 4096, Quant4Type::nf4, true, 2},
       {300, 200, 129, 32, Quant4Type::nf4, false, 2}, {37, 33, 520, 256, Quant4Type::fp4, true, 1},
-      {257, 96, 96, 64, Quant4Type::nf4, true, 2}};
+      {257, 96, 96, 64, Quant4Type::nf4, true, 2}, {40, 70, 160, 32, Quant4Type::fp4, true, 2}};
   for (const Shape& s : shapes) {
     at::set_num_threads(s.threads);
     const Quant4Weight w = quantize_4bit(at::randn({s.out, s.in}), Quant4Options{s.type, s.blocksize, s.nested});
