@@ -12,6 +12,9 @@
 #           the same dtype as hpctrain's), the same LoRA, AdamW (lr 1e-4, no weight decay, norm clipped at 1), batch
 #           BATCH rows of LENGTH random token ids; WARMUP steps, then STEPS timed steps (hpctrain: metrics.jsonl's
 #           per-step time; peer: each step timed alone); the two sides alternate, the first side rotating each round.
+#   kernel: bench_fused_product (BUILD_DIR/bench/, bench_fused_product.cpp): the 4-bit base's products alone, over
+#           the layers of the same shape at LENGTH tokens, fused against dequantize-then-BLAS, ROUNDS rounds (not in
+#           the default PARTS: no peer from Python; build it with scripts/build.sh --target bench_fused_product).
 # Usage: bench/qlora/run.sh [BUILD_DIR=build] [ROUNDS=3] [STEPS=3] [WARMUP=1]
 # Environment: PYTHON (torch 2.x, transformers, peft, bitsandbytes, h5py; default .venv-torch2/bin/python), CONFIG,
 # BATCH (1), LENGTH (128), PARTS ("memory speed"), MEMORY_ARGS (""), RESULTS (a JSON-lines file to append the runs to).
@@ -50,6 +53,18 @@ PY
   done
 fi
 
+if [[ " ${parts[*]} " == *" kernel "* ]]; then
+  "$python" - "$config" >"$work/shape" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+heads, kv = c["num_attention_heads"], c.get("num_key_value_heads", c["num_attention_heads"])
+print(c["hidden_size"], c["intermediate_size"], c["hidden_size"] // heads * kv, c["num_hidden_layers"])
+PY
+  read -r hidden intermediate kv layers <"$work/shape"
+  "$build/bench/bench_fused_product" --hidden "$hidden" --intermediate "$intermediate" --kv "$kv" --layers "$layers" \
+    --tokens $((batch * length)) --threads 1 --rounds "$rounds"
+fi
+
 if [[ " ${parts[*]} " == *" speed "* ]]; then
   "$python" -c 'import transformers, peft, bitsandbytes, h5py' ||
     { echo "error: $python cannot import transformers, peft, bitsandbytes and h5py (set PYTHON)" >&2; exit 1; }
@@ -85,4 +100,4 @@ PY
     done
   done
 fi
-"$python" bench/qlora/summary.py "$results"
+[[ ! -s "$results" ]] || "$python" bench/qlora/summary.py "$results"  # the kernel part prints its own summary

@@ -27,16 +27,17 @@ namespace hpctrain::models::detail {
 // so that a tile reads them in a few cache sets: rows kDepth floats apart, columns in blocks of 32 floats (a
 // [depth][32] block per tile column). Read in place, dy's rows (a power of two of features apart, e.g. 4 KiB) all
 // fell in one L1 set, and the backward of the MLP's down projection ran at two thirds of the forward's rate.
-//  - backward: rows are tokens (dy regrouped once per product into [kDepth slice][token][kDepth]), columns are the
-//    weight's input features: a panel of kDepth weight rows x kPanel columns is dequantized once, in column blocks
-//    of 32, and swept by every token.
+//  - backward: rows are tokens, columns are the weight's input features. For each slice of kDepth weight rows, dy's
+//    columns of that slice are regrouped into [token][kDepth] (1 KiB per token), and each panel of kDepth rows x
+//    kPanel columns is dequantized once, in column blocks of 32, and swept by every token; dx sums the slices in turn.
 //  - forward: rows are the weight's output features (a strip of kStrip weight rows, dequantized kDepth columns at a
 //    time), columns are tokens: x is first transposed into blocks of 32 tokens, [in][32] each (up to kTokensPerPass
 //    tokens a pass), and each strip's y^T is transposed into y.
 // While the tiles multiply one slice, the 4-bit codes and absmax of the next are prefetched (prefetch_slice): the
 // codes of a slice are a few cache lines per weight row, which the hardware prefetchers do not fetch ahead.
-// Measured on an AMD EPYC VM, one thread, the products of 24 Llama-350M layers at 128 tokens: the layouts and the
-// prefetch took them from 1.68-1.83 s to 1.58-1.65 s (interleaved runs), the backward from 0.88-1.03 s to 0.79-0.86 s.
+// bench_fused_product (bench/qlora/run.sh, PARTS=kernel: 24 Llama-350M layers at 128 tokens, one thread) on an AMD
+// EPYC VM: the backward's layouts took its products from 0.80-0.97 s to 0.75-0.79 s; the forward's stayed at
+// 0.78-0.91 s (about 90 GFLOP/s, against 115 for a loop of independent FMAs on that core).
 // bfloat16 products, CUDA, and CPUs without AVX-512 keep dequantize-then-multiply (quantized_linear.cpp).
 namespace {
 
@@ -224,31 +225,26 @@ void quant4_matmul_xw(const Quant4CpuArgs& w, int64_t out_features, int64_t in_f
                       int64_t tokens, float* dx, int64_t col_first, int64_t col_last) {
   thread_local std::vector<float> panel, rows;
   panel.resize(kDepth * kPanel);
-  // dy's rows regrouped by slice of the reduction: rows[n0 * tokens + t * depth + p] = dy[t][n0 + p].
-  rows.resize(tokens * out_features);
+  rows.resize(tokens * kDepth);  // 1 KiB per token; dx's columns are summed over the slices of the reduction in turn
   for (int64_t n0 = 0; n0 < out_features; n0 += kDepth) {
     const int64_t depth = std::min(kDepth, out_features - n0);
-    for (int64_t t = 0; t < tokens; ++t)
-      std::copy_n(dy + t * out_features + n0, depth, rows.data() + n0 * tokens + t * depth);
-  }
-  for (int64_t k0 = col_first; k0 < col_last; k0 += kPanel) {
-    const int64_t width = std::min(kPanel, col_last - k0);
-    for (int64_t n0 = 0; n0 < out_features; n0 += kDepth) {
-      const int64_t depth = std::min(kDepth, out_features - n0);
+    // This slice of dy's rows, regrouped: rows[t * depth + p] = dy[t][n0 + p].
+    for (int64_t t = 0; t < tokens; ++t) std::copy_n(dy + t * out_features + n0, depth, rows.data() + t * depth);
+    for (int64_t k0 = col_first; k0 < col_last; k0 += kPanel) {
+      const int64_t width = std::min(kPanel, col_last - k0);
       // The panel in column blocks of kTileCols: panel[c0 * kDepth + p * kTileCols + c] = W[n0 + p][k0 + c0 + c].
       for (int64_t c0 = 0; c0 < width; c0 += kTileCols)
         quant4_dequantize_rows(w, in_features, n0, depth, k0 + c0, std::min(kTileCols, width - c0),
-                         panel.data() + c0 * kDepth, kTileCols);
-      if (n0 + kDepth < out_features)
-        prefetch_slice(w, in_features, n0 + kDepth, std::min(kDepth, out_features - n0 - kDepth), k0, width);
-      else if (k0 + kPanel < col_last)
-        prefetch_slice(w, in_features, 0, std::min(kDepth, out_features), k0 + kPanel, std::min(kPanel, col_last - k0 - kPanel));
-      const float* a = rows.data() + n0 * tokens;
+                               panel.data() + c0 * kDepth, kTileCols);
+      if (k0 + kPanel < col_last)
+        prefetch_slice(w, in_features, n0, depth, k0 + kPanel, std::min(kPanel, col_last - k0 - kPanel));
+      else if (n0 + kDepth < out_features)
+        prefetch_slice(w, in_features, n0 + kDepth, std::min(kDepth, out_features - n0 - kDepth), col_first,
+                       std::min(kPanel, col_last - col_first));
       for (int64_t t0 = 0; t0 < tokens; t0 += kTileRows)
         for (int64_t c0 = 0; c0 < width; c0 += kTileCols)
-          tile_any(std::min(kTileRows, tokens - t0), std::min(kTileCols, width - c0), depth,
-                   a + t0 * depth, depth, panel.data() + c0 * kDepth, kTileCols,
-                   dx + t0 * in_features + k0 + c0, in_features, n0 > 0);
+          tile_any(std::min(kTileRows, tokens - t0), std::min(kTileCols, width - c0), depth, rows.data() + t0 * depth,
+                   depth, panel.data() + c0 * kDepth, kTileCols, dx + t0 * in_features + k0 + c0, in_features, n0 > 0);
     }
   }
 }
