@@ -10,7 +10,11 @@ export HPCTRAIN_BUILD_DIR=${HPCTRAIN_BUILD_DIR:-build-torch2}
 scripts/install-deps.sh build test
 # The benchmarks are not built here: no test runs them, and they cost CI minutes (scripts/setup-torch2.sh alone builds
 # them for benchmarking against LibTorch 2).
-HPCTRAIN_CMAKE_ARGS="-DHPCTRAIN_BUILD_BENCH=OFF ${HPCTRAIN_CMAKE_ARGS:-}" scripts/setup-torch2.sh
+# Nor are the test programs of areas LibTorch does not touch: only the target torch2_tests (tests/torch2.cmake), unless
+# every test runs.
+targets=(--target torch2_tests)
+[[ ${HPCTRAIN_TORCH2_ALL:-0} == 1 ]] && targets=()
+HPCTRAIN_CMAKE_ARGS="-DHPCTRAIN_BUILD_BENCH=OFF ${HPCTRAIN_CMAKE_ARGS:-}" scripts/setup-torch2.sh "${targets[@]}"
 # The venv's TensorBoard reads the event files in mpi.train.tensorboard (the other tests keep python3: numpy, h5py).
 venv=${HPCTRAIN_TORCH2_VENV:-.venv-torch2} && [[ "$venv" == /* ]] || venv=$PWD/$venv
 export HPCTRAIN_TENSORBOARD_PYTHON=${HPCTRAIN_TENSORBOARD_PYTHON:-$venv/bin/python}

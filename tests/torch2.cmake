@@ -18,3 +18,16 @@ set(HPCTRAIN_TORCH2_TESTS
 
 hpctrain_tests_matching(hpctrain_torch2 ${HPCTRAIN_TORCH2_TESTS})
 set_property(TEST ${hpctrain_torch2} APPEND PROPERTY LABELS torch2)
+
+# The programs those tests run: scripts/test-torch2.sh builds only these (target torch2_tests), not the test binaries
+# of areas LibTorch does not touch (chat, prep, tokenize, dist, the mpi/ helpers): a test here whose program is
+# missing from the list fails ("Could not find executable"), it does not pass unbuilt.
+set(HPCTRAIN_TORCH2_TARGETS hpctrain test_blas blas_gemm_dump test_cuda_logic test_ddp test_io test_loader
+  test_models test_optim test_train mpi_ddp_test custom_loop mpi_train_unused mpi_train_chunked_loss_gradients)
+add_custom_target(torch2_tests)
+foreach(target ${HPCTRAIN_TORCH2_TARGETS})
+  if(NOT TARGET ${target})
+    message(FATAL_ERROR "tests/torch2.cmake: no target '${target}'")
+  endif()
+  add_dependencies(torch2_tests ${target})
+endforeach()
