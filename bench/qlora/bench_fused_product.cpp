@@ -1,11 +1,11 @@
 // The 4-bit base's products alone: hpctrain's fused float32 products (Note [Fused 4-bit product],
 // src/models/nf4_matmul_cpu.cpp) against dequantize-then-multiply (the weight dequantized whole into float32 by
 // dequantize_4bit, then at::linear / at::matmul through the BLAS: what hpctrain did before the fused products, and
-// what bitsandbytes' CPU backend does in training), over the frozen linear layers of a Llama-shaped model: per layer q,
-// k, v, o, gate, up, down, each one forward product (y = x Wᵀ) and one input gradient (dx = dy W), all layers' forwards
-// first as in a step. Random NF4 weights (double quantization, blocks of 64); float32. The sides alternate, the first
-// rotating each round; each round prints both times and the ratio, the end their medians, and the largest relative
-// difference between the two sides' outputs (the same products in another order of float32 sums).
+// what bitsandbytes' CPU backend does in training), over the frozen linear layers of a Llama-shaped model: per layer
+// q, k, v, o, gate, up, down, each one forward product (y = x Wᵀ) and one input gradient (dx = dy W), all layers'
+// forwards first as in a step. Random NF4 weights (double quantization, blocks of 64); float32. The sides alternate,
+// the first rotating each round; each round prints both times and the ratio, the end their medians, and the largest
+// relative difference between the two sides' outputs (the same products in another order of float32 sums).
 // Usage: bench_fused_product [--hidden 1024] [--intermediate 2816] [--kv 512] [--layers 24] [--tokens 128]
 //                            [--threads 1] [--rounds 5]
 // bench/qlora/run.sh runs it as PARTS=kernel; bench/README.md ("QLoRA") has its figures.
@@ -75,7 +75,8 @@ Times pass(const std::vector<models::Quant4Weight>& weights, const at::Tensor& x
   for (size_t i = 0; i < weights.size(); ++i) out[i] = product(weights[i], x, /*input_gradient=*/false);
   t.forward = seconds_since(start);
   start = std::chrono::steady_clock::now();
-  for (size_t i = 0; i < weights.size(); ++i) out[weights.size() + i] = product(weights[i], x, /*input_gradient=*/true);
+  for (size_t i = 0; i < weights.size(); ++i)
+    out[weights.size() + i] = product(weights[i], x, /*input_gradient=*/true);
   t.backward = seconds_since(start);
   return t;
 }
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   at::set_num_threads(a.threads);
   if (!models::quant4_product_fused(c10::Device(c10::kCPU), at::kFloat)) {
-    fmt::print("bench_fused_product: this CPU has no AVX-512, the float32 products are not fused: nothing to compare\n");
+    fmt::print("bench_fused_product: no AVX-512 here, the float32 products are not fused: nothing to compare\n");
     return 0;
   }
   at::manual_seed(0);

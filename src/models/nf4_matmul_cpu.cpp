@@ -54,7 +54,8 @@ constexpr int64_t kTokensPerPass = 256;  // forward: tokens transposed per pass
 void prefetch_lines(const void* data, int64_t first_byte, int64_t last_byte) {
   constexpr int64_t kLine = 64;
   const auto* bytes = static_cast<const char*>(data);
-  for (int64_t byte = first_byte / kLine * kLine; byte < last_byte; byte += kLine) __builtin_prefetch(bytes + byte, 0, 3);
+  for (int64_t byte = first_byte / kLine * kLine; byte < last_byte; byte += kLine)
+    __builtin_prefetch(bytes + byte, 0, 3);
 }
 
 void prefetch_slice(const Quant4CpuArgs& w, int64_t in_features, int64_t row, int64_t count, int64_t col,
@@ -194,7 +195,8 @@ void quant4_pack_tokens(const float* x, int64_t tokens, int64_t in_features, flo
     float* block = xt + t0 * in_features;
     const int64_t count = std::max<int64_t>(0, std::min(kTileCols, tokens - t0));
     transpose(x + t0 * in_features, count, in_features, in_features, block, kTileCols);
-    for (int64_t k = 0; k < in_features; ++k) std::fill(block + k * kTileCols + count, block + (k + 1) * kTileCols, 0.0F);
+    for (int64_t k = 0; k < in_features; ++k)
+      std::fill(block + k * kTileCols + count, block + (k + 1) * kTileCols, 0.0F);
   }
 }
 
@@ -211,7 +213,8 @@ void quant4_matmul_xwt(const Quant4CpuArgs& w, int64_t in_features, const float*
       if (k0 + kDepth < in_features)
         prefetch_slice(w, in_features, n0, rows, k0 + kDepth, std::min(kDepth, in_features - k0 - kDepth));
       else if (n0 + kStrip < row_last)
-        prefetch_slice(w, in_features, n0 + kStrip, std::min(kStrip, row_last - n0 - kStrip), 0, std::min(kDepth, in_features));
+        prefetch_slice(w, in_features, n0 + kStrip, std::min(kStrip, row_last - n0 - kStrip), 0,
+                       std::min(kDepth, in_features));
       for (int64_t r0 = 0; r0 < rows; r0 += kTileRows)
         for (int64_t t0 = 0; t0 < stride; t0 += kTileCols)
           tile_any(std::min(kTileRows, rows - r0), kTileCols, depth, slice.data() + r0 * depth, depth,

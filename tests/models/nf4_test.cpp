@@ -116,7 +116,8 @@ BOOST_AUTO_TEST_CASE(vector_and_scalar_dequantization_agree) {
           for (int64_t r = 0; r < 4; ++r)
             models::detail::quant4_dequantize_range(args, (30 + r) * 96 + col, (30 + r) * 96 + col + width,
                                                     expected.data_ptr<float>() + r * 100, false);
-          BOOST_TEST(same_bits(slice, expected), "block " << blocksize << " columns [" << col << ", " << col + width << ")");
+          BOOST_TEST(same_bits(slice, expected),
+                     "block " << blocksize << " columns [" << col << ", " << col + width << ")");
         }
       }
       const at::Tensor rows = at::tensor(std::vector<int64_t>{5, 0, 36, 5, 17, 2}).view({2, 3});
