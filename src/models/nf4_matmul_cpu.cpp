@@ -37,7 +37,7 @@ namespace hpctrain::models::detail {
 // codes of a slice are a few cache lines per weight row, which the hardware prefetchers do not fetch ahead.
 // bench_fused_product (bench/qlora/run.sh, PARTS=kernel: 24 Llama-350M layers at 128 tokens, one thread) on an AMD
 // EPYC VM: the backward's layouts took its products from 0.80-0.97 s to 0.75-0.79 s; the forward's stayed at
-// 0.78-0.91 s (about 90 GFLOP/s, against 115 for a loop of independent FMAs on that core).
+// 0.78-0.91 s (about 90 GFLOP/s, against the 117 of independent FMA chains on that core, which the bench prints).
 // bfloat16 products, CUDA, and CPUs without AVX-512 keep dequantize-then-multiply (quantized_linear.cpp).
 namespace {
 
